@@ -1,0 +1,73 @@
+// Compaction of one trace (SPEC 2-7): measured GPU slices repacked into semantic lanes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tracelane/pp_flows.hpp"
+#include "tracelane/trace.hpp"
+
+namespace tracelane {
+
+struct CompactOptions {
+  bool pp_flows = true;  // single-trace rank-local and unshard arrows (SPEC 7)
+};
+
+// One compacted lane and its annotation track.
+struct Lane {
+  int64_t pid = 0;
+  int group = 0;          // index into default_groups()
+  uint32_t number = 0;    // 0-based within (pid, group)
+  uint32_t lanes_in_group = 1;
+  int64_t tid = 0;
+  int64_t annotation_tid = 0;
+  std::string label;
+  std::vector<uint32_t> slices;  // event indices, in (start, end) order
+};
+
+struct CompactSummary {
+  size_t measured_slices = 0;
+  size_t original_streams = 0;
+  size_t compacted_lanes = 0;
+  std::map<std::string, size_t> slice_groups, lanes_by_group;
+  size_t gpu_flow_endpoints_mapped = 0;
+  size_t gpu_flow_endpoints_unmapped = 0;  // SPEC 9.2
+  size_t gpu_annotations_mapped = 0;
+  size_t gpu_annotations_coalesced = 0;
+  size_t kernel_annotations_converted = 0;
+  size_t kernel_annotation_blocks = 0;
+  size_t gpu_annotations_retained = 0;
+  size_t cuda_graph_launches = 0;
+  bool has_pp = false;  // single-trace arrows were computed
+  int pp_rank = 0;
+  PpCounts pp;
+};
+
+struct CompactedTrace {
+  Trace trace;
+  std::vector<Lane> lanes;  // in (pid, tid) order
+  std::vector<PidTracks> pid_tracks;
+  CompactSummary summary;
+};
+
+// Compacts in memory. Throws Error("<source>: event #i (byte b): ...") for SPEC 2 errors
+// and for a failed self-validation (SPEC 6).
+CompactedTrace compact_trace(Trace trace, const CompactOptions& options);
+
+// The compacted trace as JSON text (uncompressed).
+std::string write_compacted(const CompactedTrace& compacted);
+
+// The pp_rank of a trace from its own distributedInfo (SPEC 7, 0 when unusable).
+int single_trace_pp_rank(const Trace& trace);
+
+// Gathers gpu_user_annotation X spans (output coordinates) for PP block building.
+std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace);
+
+inline constexpr const char* kMeasurementPolicy =
+    "visualization only; measured GPU slices unchanged; overlapping identical GPU annotations coalesced; "
+    "per-kernel CUDA graph annotations converted to lane-local spans";
+
+}  // namespace tracelane

@@ -1,0 +1,68 @@
+// Pipeline-parallel arrows (SPEC 7): blocks from PP:<action> annotation spans, pairing by
+// nearest midpoint, and the flow events between them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracelane/trace.hpp"
+
+namespace tracelane {
+
+struct PpAction {
+  int64_t stage = 0;
+  std::string op;  // "F", "B", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD"
+  std::optional<int64_t> microbatch;
+};
+
+// Parses "PP:<stage><op><microbatch>" or "PP:<stage>UNSHARD" (full match).
+std::optional<PpAction> parse_pp_action(std::string_view name);
+
+// One gpu_user_annotation X span, in output coordinates (after moves and merge shifts).
+struct AnnotationSpan {
+  int64_t pid = 0, tid = 0;
+  Ns start = 0, end = 0;
+  std::string_view name;
+};
+
+// What a GPU pid's annotation tracks are, for block building.
+struct PidTracks {
+  int64_t pid = 0;
+  int pp_rank = 0;
+  std::optional<int64_t> main_compute_track;  // annotation track of the first compute lane
+  std::vector<int64_t> unshard_tracks;        // annotation tracks of the first two all-gather lanes
+};
+
+struct PpCounts {
+  size_t send_recv_pairs = 0, send_recv_unmatched = 0;
+  size_t compute_dependency_pairs = 0, compute_dependency_unmatched = 0;
+  size_t unshard_compute_pairs = 0, unshard_compute_unmatched = 0;
+};
+
+struct PpFlow {
+  std::string cat, name;
+  int64_t id = 0;
+  int64_t source_pid = 0, source_tid = 0, destination_pid = 0, destination_tid = 0;
+  Ns source_ts = 0, destination_ts = 0;
+  int source_pp_rank = 0, destination_pp_rank = 0;
+  int64_t source_stage = 0, destination_stage = 0;
+  std::string source_operation, destination_operation;
+  std::optional<int64_t> microbatch;
+};
+
+struct PpResult {
+  std::vector<PpFlow> flows;
+  PpCounts counts;
+};
+
+// Builds the arrows. `cross_rank` adds send->recv arrows (merge only).
+PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
+                        bool cross_rank);
+
+// Appends each flow as two events (ph s and ph f) to `trace`.
+void append_pp_flow_events(const std::vector<PpFlow>& flows, Trace& trace);
+
+}  // namespace tracelane

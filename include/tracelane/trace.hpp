@@ -1,0 +1,144 @@
+// The in-memory form of one Kineto trace: every event keeps the exact bytes it was read
+// from, the few fields tracelane looks at, and where those fields' values sit in the
+// bytes, so that an unchanged event is written back byte for byte and a changed one keeps
+// the original text of every number it keeps (SPEC 9.1).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tracelane {
+
+using Ns = int64_t;  // time inside the core is always integer nanoseconds
+
+// A failure that stops one file: the message starts with the file, then the position.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A JSON scalar used as pid, tid, args.stream or flow id. Strings keep their quotes in
+// `text`, so 5, 5.0 and "5" are three different ids.
+struct Id {
+  enum class Kind : uint8_t { absent, integer, string, other };
+  Kind kind = Kind::absent;
+  int64_t value = 0;      // when kind == integer
+  std::string_view text;  // the raw token
+
+  bool present() const { return kind != Kind::absent; }
+  bool is_int() const { return kind == Kind::integer; }
+  friend bool operator==(const Id& a, const Id& b) {
+    if (a.kind != b.kind) return false;
+    return a.kind == Kind::integer ? a.value == b.value : a.text == b.text;
+  }
+};
+
+struct Time {
+  bool present = false;
+  bool numeric = false;  // a JSON number we could read as exact nanoseconds
+  Ns ns = 0;
+};
+
+// Byte range of a value inside Event::raw.
+struct Span {
+  uint32_t offset = 0;
+  uint32_t length = 0;
+};
+
+// The fields whose value text the writer may replace.
+enum Field : uint8_t { kPid, kTid, kTs, kDur, kId, kStream, kArgName, kFieldCount };
+
+struct Event {
+  std::string_view raw;    // "{...}" exactly as read (or as synthesised)
+  uint64_t byte_offset = 0;  // of raw in the input document, for messages
+  std::string_view ph, cat, name;  // unescaped
+  Id pid, tid, id, stream;         // stream is args.stream
+  Time ts, dur;
+  std::string_view arg_name;      // args.name unescaped, when a string
+  std::string_view arg_name_raw;  // args.name as written (with quotes)
+  bool has_args = false;
+  bool has_original_stream = false;  // args.original_stream (already-laned exporters)
+  std::array<Span, kFieldCount> spans{};
+
+  // What compaction or merge changed. Each bit of `changed` says one field's value is
+  // replaced when the event is written.
+  uint8_t changed = 0;
+  bool dropped = false;
+  bool name_prefixed = false;  // merge: args.name gets the rank prefix
+  int64_t new_pid = 0, new_tid = 0, new_id = 0;
+  Ns new_ts = 0, new_dur = 0;
+
+  bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
+  void set_tid(int64_t tid, bool also_stream) {
+    new_tid = tid;
+    changed |= 1u << kTid;
+    if (also_stream) changed |= 1u << kStream;
+  }
+  int64_t final_tid() const { return (changed >> kTid) & 1 ? new_tid : tid.value; }
+  int64_t final_pid() const { return (changed >> kPid) & 1 ? new_pid : pid.value; }
+  Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : ts.ns; }
+  Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : dur.ns; }
+};
+
+// A top-level key of the trace object other than traceEvents, with its raw value.
+struct TopLevelField {
+  std::string key;             // unescaped
+  std::string_view key_raw;    // with quotes
+  std::string_view value_raw;  // exactly as read
+  std::string replacement;     // when non-empty, written instead of value_raw
+};
+
+struct Trace {
+  std::string source;  // file name used in messages
+  std::vector<TopLevelField> top;
+  size_t events_position = 0;  // index in `top` before which traceEvents is written
+  std::vector<Event> events;
+  int64_t max_int_tid = INT64_MIN;  // over every event with an integer tid
+
+  // Storage the string_views above point into.
+  std::shared_ptr<void> storage;
+  std::deque<std::string> arena;  // text of synthesised events
+
+  const TopLevelField* find_top(std::string_view key) const {
+    for (const auto& field : top)
+      if (field.key == key) return &field;
+    return nullptr;
+  }
+};
+
+// Parses a trace from decompressed JSON bytes. Takes ownership of `json`. Throws Error
+// with "<source>: <reason>" on anything that is not a Kineto trace.
+Trace parse_trace(std::string json, std::string source);
+
+// Builds a new event's text field by field, remembering where the values that merge may
+// rewrite sit, so synthesised events are patched exactly like read ones.
+class EventBuilder {
+ public:
+  EventBuilder& raw(std::string_view key, std::string_view value_text, int field = -1);
+  EventBuilder& string(std::string_view key, std::string_view unescaped);
+  EventBuilder& integer(std::string_view key, int64_t value, int field = -1);
+  EventBuilder& time(std::string_view key, Ns ns, int field);
+  // Writes "args": {"name": <label>}, remembering the label for merge's rank prefix.
+  EventBuilder& args_name(std::string_view label);
+  // Finishes the object; the event's raw text lives in owner.arena.
+  Event finish(Trace& owner);
+
+ private:
+  std::string text_ = "{";
+  std::array<Span, kFieldCount> spans_{};
+};
+
+// Sets a top-level key's raw JSON value, appending the key when the trace lacks it.
+void set_top_level(Trace& trace, const std::string& key, std::string raw_value);
+void remove_top_level(Trace& trace, const std::string& key);
+
+// Appends `text` as a JSON string literal (with quotes), escaping as JSON requires.
+void append_json_string(std::string& out, std::string_view text);
+
+}  // namespace tracelane

@@ -1,0 +1,206 @@
+// GPU annotation passes.
+//
+// Coalescing: CUDA-graph replay projects one user annotation onto every stream the
+// region touched, so after remapping, several copies can land on one annotation track.
+// Copies identical in every key but ts and dur are chained in (start, end) order while
+// each next one starts before the chain so far ends; a chain collapses into its first
+// member, stretched over the chain.
+//
+// Kernel runs: graph-captured kernels carry their annotation in args.name. Walking one
+// lane in time order, consecutive kernels with the same name form a run that becomes one
+// span on the lane's annotation track; an unnamed kernel ends the run.
+#include <algorithm>
+#include <numeric>
+
+#include "annotations.hpp"
+#include "tracelane/decimal_time.hpp"
+
+namespace tracelane {
+
+void SliceSet::add(const Trace& trace, uint32_t event_index, int group) {
+  const Event& event = trace.events[event_index];
+  if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
+  is_slice[event_index] = true;
+  auto key = std::make_pair(event.pid.value, event.tid.text);
+  auto [it, inserted] = index_.try_emplace(key, uint32_t(streams.size()));
+  if (inserted) {
+    OldStream stream;
+    stream.pid = event.pid.value;
+    stream.tid_text = event.tid.text;
+    streams.push_back(std::move(stream));
+  }
+  Slice slice;
+  slice.event = event_index;
+  slice.pid = event.pid.value;
+  slice.start = event.ts.ns;
+  slice.end = event.ts.ns + event.dur.ns;
+  slice.group = group;
+  slice.stream = it->second;
+  streams[it->second].slices.push_back(uint32_t(slices.size()));
+  slices.push_back(slice);
+}
+
+void SliceSet::finish(const Trace& trace) {
+  if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
+  for (OldStream& stream : streams) {
+    // Slices were added per pass (measured, then cuda_sync); restore traceEvents order
+    // before the stable sort by start so ties resolve as SPEC says.
+    std::sort(stream.slices.begin(), stream.slices.end(),
+              [&](uint32_t a, uint32_t b) { return slices[a].event < slices[b].event; });
+    std::stable_sort(stream.slices.begin(), stream.slices.end(),
+                     [&](uint32_t a, uint32_t b) { return slices[a].start < slices[b].start; });
+    stream.starts.resize(stream.slices.size());
+    stream.max_end.resize(stream.slices.size());
+    Ns running = INT64_MIN;
+    for (size_t k = 0; k < stream.slices.size(); ++k) {
+      const Slice& slice = slices[stream.slices[k]];
+      stream.starts[k] = slice.start;
+      running = std::max(running, slice.end);
+      stream.max_end[k] = running;
+    }
+  }
+}
+
+const OldStream* SliceSet::find_stream(int64_t pid, std::string_view tid_text) const {
+  auto it = index_.find({pid, tid_text});
+  return it == index_.end() ? nullptr : &streams[it->second];
+}
+
+std::optional<uint32_t> SliceSet::slice_for_flow(const OldStream& stream, Ns ts) const {
+  // p = number of slices starting at or before ts.
+  size_t p = size_t(std::upper_bound(stream.starts.begin(), stream.starts.end(), ts) - stream.starts.begin());
+  if (p > 0 && stream.starts[p - 1] == ts) return stream.slices[p - 1];  // latest of the exact starts
+  // Containing: walk back while some earlier slice could still reach ts.
+  for (size_t k = p; k-- > 0;) {
+    if (stream.max_end[k] < ts) break;
+    const Slice& slice = slices[stream.slices[k]];
+    if (slice.start <= ts && ts <= slice.end) return stream.slices[k];
+  }
+  return std::nullopt;
+}
+
+uint32_t SliceSet::nearest_slice(const OldStream& stream, Ns ts) const {
+  size_t p = size_t(std::lower_bound(stream.starts.begin(), stream.starts.end(), ts) - stream.starts.begin());
+  size_t n = stream.slices.size();
+  uint32_t best = 0;
+  Ns best_distance = INT64_MAX;
+  for (size_t candidate = p == 0 ? 0 : p - 1; candidate <= p + 1 && candidate < n; ++candidate) {
+    const Slice& slice = slices[stream.slices[candidate]];
+    Ns distance = 0;
+    if (!(slice.start <= ts && ts <= slice.end))
+      distance = std::min(ts > slice.start ? ts - slice.start : slice.start - ts,
+                          ts > slice.end ? ts - slice.end : slice.end - ts);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = stream.slices[candidate];
+    }
+  }
+  return best;
+}
+
+size_t coalesce_annotations(Trace& trace) {
+  // Identity: the final pid/tid, and the event's text without its ts, dur and tid values.
+  std::unordered_map<std::string, std::vector<uint32_t>> groups;
+  std::string key;
+  for (uint32_t i = 0; i < trace.events.size(); ++i) {
+    const Event& event = trace.events[i];
+    if (event.dropped || event.cat != "gpu_user_annotation" || event.ph != "X") continue;
+    if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
+    key.clear();
+    if ((event.changed >> kTid) & 1)
+      key += std::to_string(event.new_tid);
+    else
+      key += event.tid.text;
+    key.push_back('\0');
+    std::array<Span, 3> cuts = {event.spans[kTs], event.spans[kDur], event.spans[kTid]};
+    std::sort(cuts.begin(), cuts.end(), [](const Span& a, const Span& b) { return a.offset < b.offset; });
+    uint32_t pos = 0;
+    for (const Span& cut : cuts) {
+      if (!cut.length) continue;
+      key.append(event.raw.data() + pos, cut.offset - pos);
+      key.push_back('\1');
+      pos = cut.offset + cut.length;
+    }
+    key.append(event.raw.data() + pos, event.raw.size() - pos);
+    groups[key].push_back(i);
+  }
+  size_t removed = 0;
+  for (auto& [identity, members] : groups) {
+    if (members.size() < 2) continue;
+    // members are in traceEvents order, so a stable sort by (start, end) is (start, end, position).
+    std::stable_sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
+      const Event &x = trace.events[a], &y = trace.events[b];
+      Ns xs = x.final_ts(), ys = y.final_ts();
+      return xs != ys ? xs < ys : xs + x.final_dur() < ys + y.final_dur();
+    });
+    size_t k = 0;
+    while (k < members.size()) {
+      Event& head = trace.events[members[k]];
+      Ns start = head.final_ts(), end = start + head.final_dur();
+      size_t next = k + 1;
+      while (next < members.size()) {
+        const Event& candidate = trace.events[members[next]];
+        if (candidate.final_ts() > end) break;
+        end = std::max(end, candidate.final_ts() + candidate.final_dur());
+        trace.events[members[next]].dropped = true;
+        ++removed;
+        ++next;
+      }
+      if (next > k + 1 && end - start != head.final_dur()) {
+        head.new_dur = end - start;
+        head.changed |= 1u << kDur;
+      }
+      k = next;
+    }
+  }
+  return removed;
+}
+
+void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactSummary& summary) {
+  for (const Lane& lane : lanes) {
+    bool open = false;
+    std::string_view run_name, run_name_raw;
+    Ns run_start = 0, run_end = 0;
+    auto close = [&] {
+      if (!open) return;
+      EventBuilder builder;
+      builder.raw("name", run_name_raw).string("cat", "gpu_user_annotation").string("ph", "X");
+      builder.integer("pid", lane.pid, kPid).integer("tid", lane.annotation_tid, kTid);
+      builder.time("ts", run_start, kTs).time("dur", run_end - run_start, kDur).raw("args", "{}");
+      Event event = builder.finish(trace);
+      event.name = run_name;
+      event.cat = "gpu_user_annotation";
+      event.ph = "X";
+      event.pid = Id{Id::Kind::integer, lane.pid, {}};
+      event.tid = Id{Id::Kind::integer, lane.annotation_tid, {}};
+      event.ts = Time{true, true, run_start};
+      event.dur = Time{true, true, run_end - run_start};
+      trace.events.push_back(event);
+      ++summary.kernel_annotation_blocks;
+      open = false;
+    };
+    for (uint32_t index : lane.slices) {
+      // close() appends to trace.events: copy what is needed before calling it.
+      std::string_view name = trace.events[index].arg_name, name_raw = trace.events[index].arg_name_raw;
+      Ns start = trace.events[index].ts.ns, end = start + trace.events[index].dur.ns;
+      if (name.empty()) {
+        close();
+        continue;
+      }
+      ++summary.kernel_annotations_converted;
+      if (open && name == run_name) {
+        run_end = end;
+        continue;
+      }
+      close();
+      open = true;
+      run_name = name;
+      run_name_raw = name_raw;
+      run_start = start;
+      run_end = end;
+    }
+    close();
+  }
+}
+
+}  // namespace tracelane

@@ -1,0 +1,64 @@
+// Internal: the measured slices of one trace, indexed by old stream, and the annotation
+// passes that use them.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tracelane/compact.hpp"
+#include "tracelane/trace.hpp"
+
+namespace tracelane {
+
+struct Slice {
+  uint32_t event = 0;
+  int64_t pid = 0;
+  Ns start = 0, end = 0;
+  int group = 0;
+  uint32_t stream = 0;  // index into SliceSet::streams
+  uint32_t lane = 0;    // index into the lane list
+};
+
+// One (pid, tid) that held measured slices in the input.
+struct OldStream {
+  int64_t pid = 0;
+  std::string_view tid_text;
+  std::vector<uint32_t> slices;  // slice indices, sorted by start (ties: traceEvents order)
+  std::vector<Ns> starts;        // starts[k] = start of slices[k]
+  std::vector<Ns> max_end;       // max_end[k] = largest end among slices[0..k]
+};
+
+struct SliceSet {
+  std::vector<Slice> slices;
+  std::vector<OldStream> streams;
+  std::vector<bool> is_slice;  // per event index
+
+  void add(const Trace& trace, uint32_t event_index, int group);
+  void finish(const Trace& trace);  // sorts each stream's slices
+  const OldStream* find_stream(int64_t pid, std::string_view tid_text) const;
+
+  // SPEC 5/9.2: the slice starting exactly at ts (latest in traceEvents), else the one
+  // containing ts (the latest-starting such slice).
+  std::optional<uint32_t> slice_for_flow(const OldStream& stream, Ns ts) const;
+  // SPEC 5: the nearest slice among positions p-1, p, p+1 (p = slices starting before ts).
+  uint32_t nearest_slice(const OldStream& stream, Ns ts) const;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::pair<int64_t, std::string_view>& key) const {
+      return std::hash<std::string_view>()(key.second) * 1000003u ^ std::hash<int64_t>()(key.first);
+    }
+  };
+  std::unordered_map<std::pair<int64_t, std::string_view>, uint32_t, KeyHash> index_;
+};
+
+// SPEC 5 "Coalesce annotations": returns the number of events removed.
+size_t coalesce_annotations(Trace& trace);
+
+// SPEC 5 "Per-kernel annotations": runs of args.name on each lane become spans on the
+// lane's annotation track.
+void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactSummary& summary);
+
+}  // namespace tracelane

@@ -1,0 +1,309 @@
+// The compaction driver. compact_trace reads like the pipeline it runs:
+//   extract_slices -> assign_lane_tids -> remap_related -> coalesce_annotations ->
+//   annotate_kernel_runs -> add_lane_metadata -> add_pp_flows -> validate
+// Every pass works on the parsed events in place; events keep their original bytes and
+// only record which values change (see trace.hpp).
+#include "tracelane/compact.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "annotations.hpp"
+#include "tracelane/classify.hpp"
+#include "tracelane/decimal_time.hpp"
+#include "tracelane/event_writer.hpp"
+#include "tracelane/lanes.hpp"
+#include "tracelane/merge.hpp"
+
+namespace tracelane {
+namespace {
+
+std::string where(const Trace& trace, size_t index) {
+  const Event& event = trace.events[index];
+  return trace.source + ": event #" + std::to_string(index) + " (byte " + std::to_string(event.byte_offset) + ")";
+}
+
+// Legacy Kineto (SPEC 9.4) writes GPU tids as "stream 7" with args.stream 7.
+bool legacy_stream_tid(const Id& tid, const Id& stream) {
+  if (tid.kind != Id::Kind::string || !stream.is_int()) return false;
+  std::string expected = "\"stream " + std::to_string(stream.value) + "\"";
+  return tid.text == expected;
+}
+
+// Pass 1: find the measured slices (SPEC 2), the cuda_sync slices that sit on their
+// streams (SPEC 9.3), and the old streams they live on.
+void extract_slices(Trace& trace, SliceSet& set, CompactSummary& summary) {
+  auto& events = trace.events;
+  for (size_t i = 0; i < events.size(); ++i) {
+    Event& event = events[i];
+    if (event.name == "cudaGraphLaunch") ++summary.cuda_graph_launches;
+    if (!is_measured_cat(event.cat)) continue;
+    std::string cat(event.cat);
+    if (!event.pid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no pid");
+    if (!event.pid.is_int()) throw Error(where(trace, i) + ": " + cat + " slice pid is not an integer");
+    if (!event.tid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no tid");
+    if (!event.ts.present || !event.ts.numeric)
+      throw Error(where(trace, i) + ": " + cat + " slice has no numeric ts");
+    if (!event.dur.present || !event.dur.numeric)
+      throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur");
+    if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
+    bool same = event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value)
+                                   : legacy_stream_tid(event.tid, event.stream);
+    if (!same)
+      throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.tid.text) +
+                  " differs from args.stream " + std::string(event.stream.text));
+    if (event.dur.ns < 0) throw Error(where(trace, i) + ": " + cat + " slice has negative dur");
+    set.add(trace, uint32_t(i), classify_slice(event.cat, event.name));
+    ++summary.measured_slices;
+  }
+  if (set.slices.empty()) throw Error(trace.source + ": no GPU kernel/memcpy/memset slices");
+  for (size_t i = 0; i < events.size(); ++i) {
+    Event& event = events[i];
+    if (event.cat != "cuda_sync" || event.ph != "X") continue;
+    if (!event.pid.is_int() || !event.tid.is_int() || !event.stream.is_int()) continue;
+    if (event.tid.value != event.stream.value) continue;
+    if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
+    if (!set.find_stream(event.pid.value, event.tid.text)) continue;
+    set.add(trace, uint32_t(i), classify_slice(event.cat, event.name));
+  }
+  set.finish(trace);
+  summary.original_streams = set.streams.size();
+}
+
+// Pass 2: lanes per (GPU pid, group), then tids for lanes and for annotation tracks.
+std::vector<Lane> assign_lane_tids(Trace& trace, SliceSet& set) {
+  const auto& groups = default_groups();
+  // (pid, group) -> slice indices, in traceEvents order.
+  std::map<std::pair<int64_t, int>, std::vector<uint32_t>> families;
+  for (uint32_t s = 0; s < set.slices.size(); ++s) families[{set.slices[s].pid, set.slices[s].group}].push_back(s);
+  std::vector<Lane> lanes;
+  int64_t next_tid = trace.max_int_tid + 1000;
+  for (auto& [key, members] : families) {
+    std::vector<Interval> intervals;
+    intervals.reserve(members.size());
+    for (uint32_t s : members) intervals.push_back({set.slices[s].start, set.slices[s].end});
+    uint32_t count = 0;
+    std::vector<uint32_t> lane_of = assign_lanes(intervals, count);
+    size_t first = lanes.size();
+    for (uint32_t k = 0; k < count; ++k) {
+      Lane lane;
+      lane.pid = key.first;
+      lane.group = key.second;
+      lane.number = k;
+      lane.lanes_in_group = count;
+      lane.tid = next_tid++;
+      lane.label = groups[key.second].label + (count > 1 ? " " + std::to_string(k + 1) : "");
+      lanes.push_back(std::move(lane));
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      uint32_t s = members[m];
+      set.slices[s].lane = uint32_t(first + lane_of[m]);
+    }
+  }
+  int64_t max_tid = std::max(trace.max_int_tid, next_tid - 1);
+  int64_t next_annotation_tid = max_tid + 1000;
+  for (auto& lane : lanes) lane.annotation_tid = next_annotation_tid++;
+  // Each lane lists its slices in (start, end) order, which is also (ts, dur) order.
+  for (uint32_t s = 0; s < set.slices.size(); ++s) lanes[set.slices[s].lane].slices.push_back(s);
+  for (auto& lane : lanes) {
+    std::stable_sort(lane.slices.begin(), lane.slices.end(), [&](uint32_t a, uint32_t b) {
+      const Slice &x = set.slices[a], &y = set.slices[b];
+      return x.start != y.start ? x.start < y.start : x.end < y.end;
+    });
+    for (uint32_t& s : lane.slices) s = set.slices[s].event;  // from now on: event indices
+  }
+  for (const Slice& slice : set.slices) trace.events[slice.event].set_tid(lanes[slice.lane].tid, true);
+  return lanes;
+}
+
+// Pass 3: events tied to old streams follow their slices (SPEC 5, 9.2).
+void remap_related(Trace& trace, const SliceSet& set, const std::vector<Lane>& lanes, CompactSummary& summary) {
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    Event& event = trace.events[i];
+    if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
+    const OldStream* stream = set.find_stream(event.pid.value, event.tid.text);
+    if (!stream) continue;
+    if (event.ph == "M") {
+      if (event.name == "thread_name" || event.name == "thread_sort_index") event.dropped = true;
+      continue;
+    }
+    if (event.is_flow()) {
+      std::optional<uint32_t> slice = event.ts.numeric ? set.slice_for_flow(*stream, event.ts.ns) : std::nullopt;
+      if (slice) {
+        event.set_tid(lanes[set.slices[*slice].lane].tid, false);
+        ++summary.gpu_flow_endpoints_mapped;
+      } else {
+        ++summary.gpu_flow_endpoints_unmapped;
+      }
+      continue;
+    }
+    if (event.cat == "gpu_user_annotation" && event.ts.numeric) {
+      uint32_t slice = set.nearest_slice(*stream, event.ts.ns);
+      event.set_tid(lanes[set.slices[slice].lane].annotation_tid, false);
+      ++summary.gpu_annotations_mapped;
+    }
+  }
+}
+
+// Pass: lane metadata (SPEC 5). Annotation tracks that hold something sort directly
+// above their lane.
+void add_lane_metadata(Trace& trace, const std::vector<Lane>& lanes) {
+  std::unordered_map<int64_t, bool> annotated;  // annotation tid -> holds an annotation
+  for (const auto& lane : lanes) annotated[lane.annotation_tid] = false;
+  for (const Event& event : trace.events) {
+    if (event.dropped || event.cat != "gpu_user_annotation" || !event.tid.present()) continue;
+    bool is_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
+    if (!is_int) continue;
+    auto it = annotated.find(event.final_tid());
+    if (it != annotated.end()) it->second = true;
+  }
+  int64_t sort_index = 0;
+  auto emit = [&](int64_t pid, int64_t tid, const std::string& label) {
+    EventBuilder name;
+    name.string("name", "thread_name").string("ph", "M").integer("pid", pid, kPid).integer("tid", tid, kTid);
+    name.args_name(label);
+    Event e = name.finish(trace);
+    e.ph = "M", e.name = "thread_name";
+    e.pid = Id{Id::Kind::integer, pid, {}}, e.tid = Id{Id::Kind::integer, tid, {}};
+    trace.events.push_back(e);
+    EventBuilder index;
+    index.string("name", "thread_sort_index").string("ph", "M").integer("pid", pid, kPid).integer("tid", tid, kTid);
+    index.raw("args", "{\"sort_index\": " + std::to_string(sort_index++) + "}");
+    Event f = index.finish(trace);
+    f.ph = "M", f.name = "thread_sort_index";
+    f.pid = e.pid, f.tid = e.tid;
+    trace.events.push_back(f);
+  };
+  for (const auto& lane : lanes) {
+    if (annotated[lane.annotation_tid]) emit(lane.pid, lane.annotation_tid, lane.label + " annotations");
+    emit(lane.pid, lane.tid, lane.label);
+  }
+}
+
+// Self-validation (SPEC 6), from the events as they will be written: the same slices,
+// unchanged but for tid and args.stream, and no two overlapping on one lane.
+void validate(const Trace& trace, const SliceSet& set, uint8_t allowed_changes) {
+  size_t count = 0;
+  std::unordered_map<int64_t, std::vector<std::pair<Ns, Ns>>> by_lane;
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const Event& event = trace.events[i];
+    bool measured = is_measured_cat(event.cat);
+    if (!measured && !(i < set.is_slice.size() && set.is_slice[i])) continue;
+    if (!measured && event.dropped) continue;
+    if (event.dropped) throw Error(where(trace, i) + ": validation: a measured slice was dropped");
+    ++count;
+    if (event.changed & ~allowed_changes)
+      throw Error(where(trace, i) + ": validation: a measured slice changed more than its placement");
+    if (!((event.changed >> kTid) & 1) || !((event.changed >> kStream) & 1))
+      throw Error(where(trace, i) + ": validation: a measured slice was not placed on a lane");
+    by_lane[event.new_tid].push_back({event.final_ts(), event.final_ts() + event.final_dur()});
+  }
+  if (count != set.slices.size())
+    throw Error(trace.source + ": validation: " + std::to_string(set.slices.size()) + " slices in, " +
+                std::to_string(count) + " out");
+  for (auto& [tid, intervals] : by_lane) {
+    std::sort(intervals.begin(), intervals.end());
+    for (size_t k = 1; k < intervals.size(); ++k)
+      if (intervals[k].first < intervals[k - 1].second)
+        throw Error(trace.source + ": validation: slices overlap on lane tid " + std::to_string(tid));
+  }
+}
+
+}  // namespace
+
+std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
+  std::vector<AnnotationSpan> spans;
+  for (const Event& event : trace.events) {
+    if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
+    bool pid_int = ((event.changed >> kPid) & 1) || event.pid.is_int();
+    bool tid_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
+    if (!pid_int || !tid_int || !event.ts.numeric || !event.dur.numeric) continue;
+    Ns start = event.final_ts();
+    spans.push_back({event.final_pid(), event.final_tid(), start, start + event.final_dur(), event.name});
+  }
+  return spans;
+}
+
+int single_trace_pp_rank(const Trace& trace) {
+  DistributedInfo info = read_distributed_info(trace);
+  if (!info.rank) return 0;
+  for (const auto& group : info.pp_groups) {
+    auto it = std::find(group.begin(), group.end(), *info.rank);
+    if (it != group.end()) return int(it - group.begin());
+  }
+  return 0;
+}
+
+CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
+  CompactedTrace result;
+  CompactSummary& summary = result.summary;
+  SliceSet set;
+  extract_slices(trace, set, summary);
+  result.lanes = assign_lane_tids(trace, set);
+  remap_related(trace, set, result.lanes, summary);
+  summary.gpu_annotations_coalesced = coalesce_annotations(trace);
+  annotate_kernel_runs(trace, result.lanes, summary);
+  add_lane_metadata(trace, result.lanes);
+
+  const auto& groups = default_groups();
+  summary.compacted_lanes = result.lanes.size();
+  for (const Slice& slice : set.slices) {
+    ++summary.slice_groups[groups[slice.group].id];
+  }
+  for (const Lane& lane : result.lanes) ++summary.lanes_by_group[groups[lane.group].id];
+
+  // PID tracks for PP blocks: main compute and unshard annotation tracks.
+  for (const Lane& lane : result.lanes) {
+    if (result.pid_tracks.empty() || result.pid_tracks.back().pid != lane.pid) result.pid_tracks.push_back({lane.pid});
+    PidTracks& tracks = result.pid_tracks.back();
+    if (groups[lane.group].id == "compute" && lane.number == 0) tracks.main_compute_track = lane.annotation_tid;
+    if (groups[lane.group].id == "nccl_all_gather" && lane.number < 2) tracks.unshard_tracks.push_back(lane.annotation_tid);
+  }
+
+  set_top_level(trace, "cuda_graph_stream_compaction",
+                "{\"algorithm\": \"semantic interval partitioning\", \"measurement_policy\": \"" +
+                    std::string(kMeasurementPolicy) + "\", \"source\": \"tracelane " TRACELANE_VERSION "\"}");
+  if (options.pp_flows) {
+    summary.has_pp = true;
+    summary.pp_rank = single_trace_pp_rank(trace);
+    for (auto& tracks : result.pid_tracks) tracks.pp_rank = summary.pp_rank;
+    PpResult pp = build_pp_flows(collect_annotation_spans(trace), result.pid_tracks, false);
+    append_pp_flow_events(pp.flows, trace);
+    summary.pp = pp.counts;
+    set_top_level(trace, "cuda_graph_pp_local_flows",
+                  "{\"pp_rank\": " + std::to_string(summary.pp_rank) +
+                      ", \"pp_compute_dependency_pairs\": " + std::to_string(pp.counts.compute_dependency_pairs) +
+                      ", \"pp_compute_dependency_unmatched\": " +
+                      std::to_string(pp.counts.compute_dependency_unmatched) +
+                      ", \"pp_unshard_compute_pairs\": " + std::to_string(pp.counts.unshard_compute_pairs) +
+                      ", \"pp_unshard_compute_unmatched\": " + std::to_string(pp.counts.unshard_compute_unmatched) +
+                      "}");
+  }
+  for (const Event& event : trace.events)
+    if (!event.dropped && event.cat == "gpu_user_annotation") ++summary.gpu_annotations_retained;
+
+  validate(trace, set, uint8_t(1u << kTid | 1u << kStream));
+  result.trace = std::move(trace);
+  return result;
+}
+
+std::string write_compacted(const CompactedTrace& compacted) {
+  const Trace& trace = compacted.trace;
+  std::string out;
+  size_t estimate = 0;
+  for (const Event& event : trace.events) estimate += event.raw.size() + 4;
+  out.reserve(estimate + 4096 + trace.top.size() * 64);
+  write_trace_object(out, trace, {}, [&](std::string& o) {
+    bool first = true;
+    for (const Event& event : trace.events) {
+      if (event.dropped) continue;
+      if (!first) o += ",\n";
+      first = false;
+      o += "  ";
+      append_event(o, event);
+    }
+  });
+  return out;
+}
+
+}  // namespace tracelane

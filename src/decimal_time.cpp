@@ -1,0 +1,114 @@
+#include "tracelane/decimal_time.hpp"
+
+#include <limits>
+
+namespace tracelane {
+
+bool parse_json_int(std::string_view token, int64_t& value) {
+  size_t i = 0;
+  bool negative = false;
+  if (i < token.size() && token[i] == '-') negative = true, ++i;
+  if (i == token.size()) return false;
+  if (token[i] == '0' && token.size() > i + 1) return false;  // JSON forbids leading zeros
+  unsigned __int128 magnitude = 0;
+  for (; i < token.size(); ++i) {
+    char c = token[i];
+    if (c < '0' || c > '9') return false;
+    magnitude = magnitude * 10 + unsigned(c - '0');
+    if (magnitude > (unsigned __int128)std::numeric_limits<int64_t>::max() + 1) return false;
+  }
+  if (!negative && magnitude > (unsigned __int128)std::numeric_limits<int64_t>::max()) return false;
+  value = negative ? int64_t(-(__int128)magnitude) : int64_t(magnitude);
+  return true;
+}
+
+bool parse_us_as_ns(std::string_view token, int64_t& ns) {
+  size_t i = 0, n = token.size();
+  bool negative = false;
+  if (i < n && token[i] == '-') negative = true, ++i;
+  if (i == n || token[i] < '0' || token[i] > '9') return false;
+  if (token[i] == '0' && i + 1 < n && token[i + 1] >= '0' && token[i + 1] <= '9') return false;
+  // Collect significant digits into a mantissa; beyond 36 digits only the exponent matters.
+  unsigned __int128 mantissa = 0;
+  int digits = 0;
+  int64_t exponent10 = 0;  // value = mantissa * 10^exponent10 (in µs)
+  bool dropped_nonzero = false;
+  auto take = [&](char c, bool fractional) {
+    if (digits < 36) {
+      mantissa = mantissa * 10 + unsigned(c - '0');
+      if (mantissa) ++digits;
+      if (fractional) --exponent10;
+    } else {
+      if (!fractional) ++exponent10;
+      if (c != '0') dropped_nonzero = true;
+    }
+  };
+  for (; i < n && token[i] >= '0' && token[i] <= '9'; ++i) take(token[i], false);
+  if (i < n && token[i] == '.') {
+    ++i;
+    if (i == n || token[i] < '0' || token[i] > '9') return false;
+    for (; i < n && token[i] >= '0' && token[i] <= '9'; ++i) take(token[i], true);
+  }
+  if (i < n && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    bool exp_negative = false;
+    if (i < n && (token[i] == '+' || token[i] == '-')) exp_negative = token[i] == '-', ++i;
+    if (i == n || token[i] < '0' || token[i] > '9') return false;
+    int64_t e = 0;
+    for (; i < n && token[i] >= '0' && token[i] <= '9'; ++i) {
+      e = e * 10 + (token[i] - '0');
+      if (e > 100000) e = 100000;
+    }
+    exponent10 += exp_negative ? -e : e;
+  }
+  if (i != n) return false;
+  exponent10 += 3;  // µs -> ns
+  constexpr unsigned __int128 limit = (unsigned __int128)std::numeric_limits<int64_t>::max() + 1;
+  if (mantissa == 0) {
+    ns = 0;
+    return true;
+  }
+  if (exponent10 >= 0) {
+    for (int64_t k = 0; k < exponent10; ++k) {
+      mantissa *= 10;
+      if (mantissa > limit) return false;
+    }
+  } else {
+    if (exponent10 < -40) {
+      mantissa = 0;  // far below a nanosecond
+    } else {
+      unsigned __int128 divisor = 1;
+      for (int64_t k = 0; k < -exponent10; ++k) divisor *= 10;
+      unsigned __int128 quotient = mantissa / divisor, remainder = mantissa % divisor;
+      // Half away from zero; a dropped nonzero digit past 36 only matters at exactly half.
+      if (remainder * 2 > divisor || (remainder * 2 == divisor)) ++quotient;
+      (void)dropped_nonzero;
+      mantissa = quotient;
+    }
+  }
+  if (mantissa > limit || (!negative && mantissa == limit)) return false;
+  ns = negative ? int64_t(-(__int128)mantissa) : int64_t(mantissa);
+  return true;
+}
+
+void append_ns_as_us(std::string& out, int64_t ns) {
+  unsigned __int128 magnitude = ns < 0 ? (unsigned __int128)(-(__int128)ns) : (unsigned __int128)ns;
+  if (ns < 0) out.push_back('-');
+  uint64_t whole = uint64_t(magnitude / 1000), frac = uint64_t(magnitude % 1000);
+  out += std::to_string(whole);
+  if (frac) {
+    char buf[4] = {char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10), 0};
+    int len = 3;
+    while (buf[len - 1] == '0') --len;
+    out.push_back('.');
+    out.append(buf, len);
+  }
+}
+
+std::string ns_as_us(int64_t ns) {
+  std::string out;
+  append_ns_as_us(out, ns);
+  return out;
+}
+
+}  // namespace tracelane

@@ -1,0 +1,79 @@
+#include "tracelane/gzip.hpp"
+
+#include <libdeflate.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "tracelane/trace.hpp"
+
+namespace tracelane {
+
+bool is_gzip(std::string_view bytes) {
+  return bytes.size() >= 2 && uint8_t(bytes[0]) == 0x1f && uint8_t(bytes[1]) == 0x8b;
+}
+
+namespace {
+struct DecompressorDeleter {
+  void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+};
+struct CompressorDeleter {
+  void operator()(libdeflate_compressor* c) const { libdeflate_free_compressor(c); }
+};
+}  // namespace
+
+std::string gunzip(std::string_view bytes, std::string_view source) {
+  // libdeflate decompressors are cheap and not thread-safe: one per call.
+  std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
+  if (!d) throw Error(std::string(source) + ": out of memory");
+  std::string out;
+  size_t in_pos = 0, out_size = 0;
+  int member = 0;
+  while (in_pos < bytes.size()) {
+    std::string_view rest = bytes.substr(in_pos);
+    if (!is_gzip(rest)) {
+      if (member == 0) throw Error(std::string(source) + ": not a gzip stream");
+      throw Error(std::string(source) + ": trailing garbage after gzip member " +
+                  std::to_string(member) + " (byte " + std::to_string(in_pos) + ")");
+    }
+    if (rest.size() < 18)
+      throw Error(std::string(source) + ": truncated gzip stream (byte " + std::to_string(in_pos) + ")");
+    // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: a first guess.
+    uint32_t isize = uint8_t(rest[rest.size() - 4]) | uint8_t(rest[rest.size() - 3]) << 8 |
+                     uint8_t(rest[rest.size() - 2]) << 16 | uint32_t(uint8_t(rest[rest.size() - 1])) << 24;
+    size_t guess = std::max({size_t(isize), rest.size() * 4, size_t(1) << 16});
+    for (;;) {
+      out.resize(out_size + guess);
+      size_t in_used = 0, out_used = 0;
+      auto result = libdeflate_gzip_decompress_ex(d.get(), rest.data(), rest.size(), out.data() + out_size,
+                                                  guess, &in_used, &out_used);
+      if (result == LIBDEFLATE_SUCCESS) {
+        in_pos += in_used;
+        out_size += out_used;
+        break;
+      }
+      if (result == LIBDEFLATE_INSUFFICIENT_SPACE) {
+        guess *= 2;
+        continue;
+      }
+      throw Error(std::string(source) + ": corrupt or truncated gzip data (member " + std::to_string(member + 1) +
+                  ", compressed byte " + std::to_string(in_pos) + ")");
+    }
+    ++member;
+  }
+  out.resize(out_size);
+  return out;
+}
+
+std::string gzip_compress(std::string_view bytes, int level) {
+  std::unique_ptr<libdeflate_compressor, CompressorDeleter> c(libdeflate_alloc_compressor(level));
+  if (!c) throw Error("invalid compression level " + std::to_string(level));
+  std::string out;
+  out.resize(libdeflate_gzip_compress_bound(c.get(), bytes.size()));
+  size_t n = libdeflate_gzip_compress(c.get(), bytes.data(), bytes.size(), out.data(), out.size());
+  if (n == 0) throw Error("gzip compression failed");
+  out.resize(n);
+  return out;
+}
+
+}  // namespace tracelane

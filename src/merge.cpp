@@ -1,0 +1,261 @@
+// Merging PP ranks: each rank is compacted on its own; then the merge aligns clocks on
+// baseTimeNanoseconds, renumbers pids and flow ids so ranks cannot collide, labels every
+// process and thread with its PP rank, and adds the arrows between stages.
+#include "tracelane/merge.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "tracelane/classify.hpp"
+#include "tracelane/decimal_time.hpp"
+#include "tracelane/event_writer.hpp"
+#include "tracelane/summary.hpp"
+
+namespace tracelane {
+
+DistributedInfo read_distributed_info(const Trace& trace) {
+  DistributedInfo info;
+  const TopLevelField* field = trace.find_top("distributedInfo");
+  if (!field) return info;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  simdjson::padded_string text(field->value_raw);
+  if (parser.parse(text).get(root) || !root.is_object()) return info;
+  int64_t rank;
+  if (root["rank"].get_int64().get(rank) == simdjson::SUCCESS) info.rank = rank;
+  simdjson::dom::element backend;
+  if (root["backend"].get(backend) == simdjson::SUCCESS) info.backend_raw = simdjson::minify(backend);
+  simdjson::dom::array groups;
+  if (root["pg_config"].get_array().get(groups) == simdjson::SUCCESS) {
+    for (simdjson::dom::element group : groups) {
+      std::string_view pg_name, pg_desc;
+      bool is_pp = (group["pg_name"].get_string().get(pg_name) == simdjson::SUCCESS && pg_name == "torchtitan_real_pp") ||
+                   (group["pg_desc"].get_string().get(pg_desc) == simdjson::SUCCESS && pg_desc == "mesh_pp");
+      simdjson::dom::array ranks;
+      if (!is_pp || group["ranks"].get_array().get(ranks)) continue;
+      std::vector<int64_t> members;
+      for (simdjson::dom::element r : ranks) {
+        int64_t v;
+        if (r.get_int64().get(v) == simdjson::SUCCESS) members.push_back(v);
+      }
+      info.pp_groups.push_back(std::move(members));
+    }
+  }
+  return info;
+}
+
+std::optional<int64_t> read_base_time_ns(const Trace& trace, bool& present_but_invalid) {
+  present_but_invalid = false;
+  const TopLevelField* field = trace.find_top("baseTimeNanoseconds");
+  if (!field) return std::nullopt;
+  int64_t value;
+  if (parse_json_int(field->value_raw, value)) return value;
+  present_but_invalid = true;
+  return std::nullopt;
+}
+
+namespace {
+
+struct RankState {
+  MergeInput* input = nullptr;
+  int64_t global_rank = 0;
+  int pp_rank = 0;
+  Ns offset_ns = 0;
+  std::string prefix;
+};
+
+}  // namespace
+
+
+MergeResult merge_ranks(std::vector<MergeInput> inputs) {
+  if (inputs.size() < 2) throw Error("merge needs at least two rank traces, found " + std::to_string(inputs.size()));
+  MergeResult result;
+  MergeSummary& summary = result.summary;
+  std::vector<RankState> ranks(inputs.size());
+  std::set<int64_t> seen_ranks;
+  std::vector<std::string> without_base, with_base;
+  std::vector<std::optional<int64_t>> bases(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Trace& trace = inputs[i].compacted.trace;
+    DistributedInfo info = read_distributed_info(trace);
+    if (!info.rank) throw Error(inputs[i].name + ": distributedInfo.rank is missing or not an integer");
+    if (!seen_ranks.insert(*info.rank).second)
+      throw Error(inputs[i].name + ": global rank " + std::to_string(*info.rank) + " appears in more than one input");
+    ranks[i].input = &inputs[i];
+    ranks[i].global_rank = *info.rank;
+    bool invalid = false;
+    bases[i] = read_base_time_ns(trace, invalid);
+    if (invalid) throw Error(inputs[i].name + ": baseTimeNanoseconds is not an integer");
+    (bases[i] ? with_base : without_base).push_back(inputs[i].name);
+    summary.inputs.push_back(inputs[i].name);
+  }
+  if (!with_base.empty() && !without_base.empty()) {
+    std::string names;
+    for (const auto& n : without_base) names += (names.empty() ? "" : ", ") + n;
+    throw Error("baseTimeNanoseconds is missing in " + names + " but present in the other ranks; cannot align clocks");
+  }
+  bool absolute = with_base.empty();
+  int64_t common = 0;
+  if (!absolute) {
+    common = INT64_MAX;
+    for (const auto& b : bases) common = std::min(common, *b);
+    for (size_t i = 0; i < inputs.size(); ++i) ranks[i].offset_ns = *bases[i] - common;
+  }
+  summary.time_alignment = absolute ? "absolute timestamps" : "baseTimeNanoseconds";
+
+  // PP order: the first PP group (in file order, then pg_config order) that holds every rank.
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < inputs.size() && order.empty(); ++i) {
+    DistributedInfo info = read_distributed_info(inputs[i].compacted.trace);
+    for (const auto& group : info.pp_groups) {
+      bool all = std::all_of(ranks.begin(), ranks.end(), [&](const RankState& r) {
+        return std::find(group.begin(), group.end(), r.global_rank) != group.end();
+      });
+      if (all) {
+        order = group;
+        summary.pp_order_source = "pg_config";
+        break;
+      }
+    }
+  }
+  if (order.empty()) {
+    for (const auto& r : ranks) order.push_back(r.global_rank);
+    std::sort(order.begin(), order.end());
+    summary.pp_order_source = "sorted global ranks";
+  }
+  for (auto& r : ranks) {
+    r.pp_rank = int(std::find(order.begin(), order.end(), r.global_rank) - order.begin());
+    r.prefix = "PP rank " + std::to_string(r.pp_rank) + " | ";
+  }
+  std::vector<RankState*> stacked;
+  for (auto& r : ranks) stacked.push_back(&r);
+  std::sort(stacked.begin(), stacked.end(), [](auto* a, auto* b) { return a->pp_rank < b->pp_rank; });
+
+  // Shift, renumber and label, rank by rank in PP order.
+  int64_t next_pid = 1;
+  std::vector<AnnotationSpan> spans;
+  std::vector<PidTracks> pid_tracks;
+  std::vector<std::vector<Event>> new_metadata(stacked.size());
+  Trace flows_holder;
+  for (size_t s = 0; s < stacked.size(); ++s) {
+    RankState& rank = *stacked[s];
+    CompactedTrace& compacted = rank.input->compacted;
+    Trace& trace = compacted.trace;
+    std::set<int64_t> gpu_pids, other_pids;
+    for (const Lane& lane : compacted.lanes) gpu_pids.insert(lane.pid);
+    for (const Event& event : trace.events)
+      if (event.pid.is_int() && !gpu_pids.count(event.pid.value)) other_pids.insert(event.pid.value);
+    std::unordered_map<int64_t, int64_t> new_pid;
+    int position = 0;
+    for (const auto* group : {&other_pids, &gpu_pids}) {
+      for (int64_t pid : *group) {
+        new_pid[pid] = next_pid;
+        bool gpu = group == &gpu_pids;
+        std::string label = "PP rank " + std::to_string(rank.pp_rank) + " (global rank " +
+                            std::to_string(rank.global_rank) + ") | " +
+                            (gpu ? std::string("GPU") : "process " + std::to_string(pid));
+        EventBuilder name;
+        name.string("name", "process_name").string("ph", "M").integer("pid", next_pid, kPid).integer("tid", 0, kTid);
+        name.args_name(label);
+        new_metadata[s].push_back(name.finish(trace));
+        EventBuilder sort;
+        sort.string("name", "process_sort_index").string("ph", "M").integer("pid", next_pid, kPid);
+        sort.integer("tid", 0, kTid).raw("args", "{\"sort_index\": " + std::to_string(rank.pp_rank * 1000 + position) + "}");
+        new_metadata[s].push_back(sort.finish(trace));
+        ++position;
+        ++next_pid;
+      }
+    }
+    std::unordered_map<std::string_view, int64_t> new_id;
+    int64_t id_base = int64_t(rank.pp_rank + 1) * 1000000000;
+    for (Event& event : trace.events) {
+      if (event.dropped) continue;
+      if (event.ph == "M" && event.name == "process_sort_index") {
+        event.dropped = true;
+        continue;
+      }
+      if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") &&
+          event.spans[kArgName].length)
+        event.name_prefixed = true;
+      if (event.pid.is_int()) {
+        event.new_pid = new_pid.at(event.pid.value);
+        event.changed |= 1u << kPid;
+      }
+      if (rank.offset_ns && event.ts.numeric && event.spans[kTs].length) {
+        event.new_ts = event.final_ts() + rank.offset_ns;
+        event.changed |= 1u << kTs;
+      }
+      if (event.is_flow() && event.id.present()) {
+        auto [it, inserted] = new_id.try_emplace(event.id.text, id_base + int64_t(new_id.size()));
+        event.new_id = it->second;
+        event.changed |= 1u << kId;
+      }
+    }
+    // Per-rank validation of what merge may change: slices keep name, cat, args, dur;
+    // pid moves to the renumbered one and ts by exactly this rank's offset.
+    for (const Event& event : trace.events) {
+      if (!is_measured_cat(event.cat) || event.dropped) continue;
+      if (event.final_ts() != event.ts.ns + rank.offset_ns || (event.changed & (1u << kDur)))
+        throw Error(rank.input->name + ": validation: merge moved a measured slice by other than its rank offset");
+    }
+    auto rank_spans = collect_annotation_spans(trace);
+    spans.insert(spans.end(), rank_spans.begin(), rank_spans.end());
+    for (PidTracks tracks : compacted.pid_tracks) {
+      tracks.pid = new_pid.at(tracks.pid);
+      tracks.pp_rank = rank.pp_rank;
+      pid_tracks.push_back(std::move(tracks));
+    }
+    summary.pp_ranks.push_back({rank.pp_rank, rank.global_rank});
+  }
+  for (const auto& r : ranks) summary.time_offsets_ns.push_back({r.global_rank, r.offset_ns});
+  for (const auto& r : ranks) summary.per_rank.push_back({r.global_rank, r.input->compacted.summary});
+
+  PpResult pp = build_pp_flows(spans, pid_tracks, true);
+  summary.pp = pp.counts;
+  append_pp_flow_events(pp.flows, flows_holder);
+
+  // Top level: PP rank 0's, aligned and labelled as a merge.
+  Trace& top = stacked[0]->input->compacted.trace;
+  if (absolute)
+    remove_top_level(top, "baseTimeNanoseconds");
+  else
+    set_top_level(top, "baseTimeNanoseconds", std::to_string(common));
+  set_top_level(top, "traceName", "\"Merged pipeline-parallel CUDA graph trace\"");
+  remove_top_level(top, "cuda_graph_pp_local_flows");
+  DistributedInfo info0 = read_distributed_info(top);
+  std::string ranks_json;
+  for (auto* r : stacked) ranks_json += (ranks_json.empty() ? "" : ", ") + std::to_string(r->global_rank);
+  set_top_level(top, "distributedInfo",
+                "{\"backend\": " + (info0.backend_raw.empty() ? std::string("null") : info0.backend_raw) +
+                    ", \"ranks\": [" + ranks_json + "], \"pp_rank_count\": " + std::to_string(ranks.size()) + "}");
+
+  set_top_level(top, "cuda_graph_pp_merge", merge_summary(summary).dump(-1));
+
+  std::string& out = result.json;
+  size_t estimate = 0;
+  for (auto* r : stacked)
+    for (const Event& e : r->input->compacted.trace.events) estimate += e.raw.size() + 4;
+  out.reserve(estimate + estimate / 16 + 65536);
+  write_trace_object(out, top, {}, [&](std::string& o) {
+    bool first = true;
+    auto put = [&](const Event& event, std::string_view prefix) {
+      if (event.dropped) return;
+      if (!first) o += ",\n";
+      first = false;
+      o += "  ";
+      append_event(o, event, prefix);
+    };
+    for (size_t s = 0; s < stacked.size(); ++s) {
+      for (const Event& event : stacked[s]->input->compacted.trace.events) put(event, stacked[s]->prefix);
+      for (const Event& event : new_metadata[s]) put(event, {});
+    }
+    for (const Event& event : flows_holder.events) put(event, {});
+  });
+  return result;
+}
+
+}  // namespace tracelane
