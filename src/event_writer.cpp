@@ -86,8 +86,7 @@ void set_top_level(Trace& trace, const std::string& key, std::string raw_value) 
   TopLevelField field;
   std::string quoted;
   append_json_string(quoted, key);
-  trace.arena.push_back(std::move(quoted));
-  field.key_raw = trace.arena.back();
+  field.key_raw = trace.keep(std::move(quoted));
   field.key = key;
   field.replacement = std::move(raw_value);
   trace.top.push_back(std::move(field));
@@ -135,9 +134,8 @@ EventBuilder& EventBuilder::args_name(std::string_view label) {
 
 Event EventBuilder::finish(Trace& owner) {
   text_ += "}";
-  owner.arena.push_back(std::move(text_));
   Event event;
-  event.raw = owner.arena.back();
+  event.raw = owner.keep(std::move(text_));
   event.spans = spans_;
   event.byte_offset = UINT64_MAX;
   text_ = "{";

@@ -6,7 +6,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -95,6 +94,20 @@ struct TopLevelField {
 };
 
 struct Trace {
+  // Events point into `storage` and `arena`: a copy would dangle, so there is none, and
+  // moves must not relocate the text (which is why the arena holds pointers).
+  Trace() = default;
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+  Trace(Trace&&) noexcept = default;
+  Trace& operator=(Trace&&) noexcept = default;
+
+  // Keeps `text` alive as long as the trace and returns a view of it.
+  std::string_view keep(std::string text) {
+    arena.push_back(std::make_unique<std::string>(std::move(text)));
+    return *arena.back();
+  }
+
   std::string source;  // file name used in messages
   std::vector<TopLevelField> top;
   size_t events_position = 0;  // index in `top` before which traceEvents is written
@@ -103,7 +116,7 @@ struct Trace {
 
   // Storage the string_views above point into.
   std::shared_ptr<void> storage;
-  std::deque<std::string> arena;  // text of synthesised events
+  std::vector<std::unique_ptr<std::string>> arena;  // text of synthesised events
 
   const TopLevelField* find_top(std::string_view key) const {
     for (const auto& field : top)
