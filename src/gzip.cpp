@@ -41,7 +41,8 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
     // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: a first guess.
     uint32_t isize = uint8_t(rest[rest.size() - 4]) | uint8_t(rest[rest.size() - 3]) << 8 |
                      uint8_t(rest[rest.size() - 2]) << 16 | uint32_t(uint8_t(rest[rest.size() - 1])) << 24;
-    size_t guess = std::max({size_t(isize), rest.size() * 4, size_t(1) << 16});
+    // The extra 64 bytes leave room for simdjson's padding without a reallocation.
+    size_t guess = std::max({size_t(isize) + 64, rest.size() * 4, size_t(1) << 16});
     for (;;) {
       out.resize(out_size + guess);
       size_t in_used = 0, out_used = 0;

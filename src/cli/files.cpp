@@ -24,6 +24,7 @@ std::string read_file(const fs::path& path) {
     throw Error(path.string() + ": is a directory, not a trace file");
   }
   std::string bytes;
+  bytes.reserve(size_t(st.st_size) + 64);  // simdjson's padding fits without a copy
   bytes.resize(size_t(st.st_size));
   size_t got = 0;
   for (;;) {
