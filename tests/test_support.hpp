@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -34,6 +36,52 @@ inline std::string kernel(int pid, int stream, const std::string& ts, const std:
          ", \"args\": {\"stream\": " + std::to_string(stream) + (extra_args.empty() ? "" : ", " + extra_args) + "}}";
 }
 
+// Any measured (or cuda_sync) slice: cat, name, pid, stream, ts/dur as µs text.
+inline std::string slice_event(const std::string& cat, const std::string& name, int pid, int stream,
+                               const std::string& ts, const std::string& dur, const std::string& extra_args = "") {
+  return "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"pid\": " + std::to_string(pid) +
+         ", \"tid\": " + std::to_string(stream) + ", \"ts\": " + ts + ", \"dur\": " + dur +
+         ", \"args\": {\"stream\": " + std::to_string(stream) + (extra_args.empty() ? "" : ", " + extra_args) + "}}";
+}
+
+// A gpu_user_annotation X span on (pid, tid); args is raw JSON.
+inline std::string annotation(int pid, int tid, const std::string& ts, const std::string& dur, const std::string& name,
+                              const std::string& args = "{}") {
+  return "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"" + name + "\", \"pid\": " +
+         std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + ts + ", \"dur\": " + dur +
+         ", \"args\": " + args + "}";
+}
+
+// A flow endpoint (ph s, t or f); id_text is raw JSON (5, 5.0, "5").
+inline std::string flow(const std::string& ph, const std::string& cat, const std::string& id_text, int pid, int tid,
+                        const std::string& ts, const std::string& name = "flow") {
+  return "{\"ph\": \"" + ph + "\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"id\": " + id_text +
+         ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + ts +
+         (ph == "f" ? ", \"bp\": \"e\"" : "") + "}";
+}
+
+// A metadata event (ph M) such as thread_name; args is raw JSON.
+inline std::string metadata(const std::string& name, int pid, int tid, const std::string& args) {
+  return "{\"name\": \"" + name + "\", \"ph\": \"M\", \"pid\": " + std::to_string(pid) +
+         ", \"tid\": " + std::to_string(tid) + ", \"args\": " + args + "}";
+}
+
+// The message of the tracelane::Error that `body` throws; fails the test when it throws
+// nothing or something else.
+template <class Body>
+std::string error_message(Body&& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  } catch (const std::exception& other) {
+    ADD_FAILURE() << "expected tracelane::Error, got std::exception: " << other.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected tracelane::Error, nothing was thrown";
+  return "";
+}
+
 inline CompactedTrace compact_text(const std::string& json, CompactOptions options = {}) {
   return compact_trace(parse_trace(json, "test.json"), options);
 }
@@ -58,6 +106,42 @@ struct Output {
     }
     return out;
   }
+  // Integer value of key (or `fallback` when absent or not an integer).
+  static int64_t int_of(simdjson::dom::element e, std::string_view key, int64_t fallback = INT64_MIN) {
+    int64_t v;
+    if (e[key].get_int64().get(v) == simdjson::SUCCESS) return v;
+    return fallback;
+  }
+  // Number value of key as double (integers too); NaN when absent.
+  static double number_of(simdjson::dom::element e, std::string_view key) {
+    simdjson::dom::element v;
+    if (e[key].get(v) != simdjson::SUCCESS) return std::nan("");
+    double d;
+    if (v.get_double().get(d) == simdjson::SUCCESS) return d;
+    int64_t i;
+    if (v.get_int64().get(i) == simdjson::SUCCESS) return double(i);
+    return std::nan("");
+  }
+  // String value of key, or "" when absent or not a string.
+  static std::string string_of(simdjson::dom::element e, std::string_view key) {
+    std::string_view s;
+    if (e[key].get_string().get(s) == simdjson::SUCCESS) return std::string(s);
+    return "";
+  }
+  // Events with the given ph (and cat, when non-empty).
+  std::vector<simdjson::dom::element> with_ph(std::string_view ph, std::string_view cat = {}) const {
+    std::vector<simdjson::dom::element> out;
+    for (auto e : events)
+      if (string_of(e, "ph") == ph && (cat.empty() || string_of(e, "cat") == cat)) out.push_back(e);
+    return out;
+  }
+  // The single event named `name`; fails the test when there is not exactly one.
+  simdjson::dom::element one(std::string_view name) const {
+    auto all = named(name);
+    EXPECT_EQ(all.size(), 1u) << "events named " << name;
+    return all.empty() ? simdjson::dom::element() : all[0];
+  }
+  bool contains(std::string_view snippet) const { return text.find(snippet) != std::string::npos; }
   // thread_name label of (pid, tid), or "" when none.
   std::string label(int64_t pid, int64_t tid) const {
     for (auto e : named("thread_name")) {
