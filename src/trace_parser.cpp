@@ -3,6 +3,8 @@
 // values and the byte ranges of their value text; every other field is skipped unread.
 #include <simdjson.h>
 
+#include <cctype>
+
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/trace.hpp"
 
@@ -218,8 +220,14 @@ Trace parse_trace(std::string json, std::string source) {
   if (auto error = storage->parser.iterate(begin, length, storage->json.size()).get(doc))
     reader.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
   od::object root;
-  if (doc.get_object().get(root)) {
-    reader.fail("top level is not a JSON object, not a Kineto trace", nullptr);
+  if (auto error = doc.get_object().get(root)) {
+    if (error == simdjson::INCORRECT_TYPE) reader.fail("top level is not a JSON object, not a Kineto trace", nullptr);
+    size_t last = length;
+    while (last > 0 && std::isspace(static_cast<unsigned char>(begin[last - 1]))) --last;
+    if (last > 0 && begin[last - 1] != '}')
+      reader.fail("invalid JSON: the document does not end with '}' (truncated, or trailing content)",
+                  begin + last - 1);
+    reader.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
   }
   bool have_events = false;
   for (auto field_result : root) {
