@@ -9,7 +9,10 @@
 // Kernel runs: graph-captured kernels carry their annotation in args.name. Walking one
 // lane in time order, consecutive kernels with the same name form a run that becomes one
 // span on the lane's annotation track; an unnamed kernel ends the run.
+#include <simdjson.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 #include "annotations.hpp"
@@ -98,9 +101,68 @@ uint32_t SliceSet::nearest_slice(const OldStream& stream, Ns ts) const {
   return best;
 }
 
+namespace {
+
+// Writes a JSON value with object keys sorted and numbers normalised, so that two events
+// that mean the same compare equal whatever their spacing or key order (1 and 1.0 are
+// equal, as in the original tool's Python dict comparison).
+void append_canonical(std::string& out, simdjson::dom::element value) {
+  using simdjson::dom::element_type;
+  switch (value.type()) {
+    case element_type::OBJECT: {
+      simdjson::dom::object object = value.get_object().value_unsafe();
+      std::vector<std::pair<std::string_view, simdjson::dom::element>> fields;
+      for (auto field : object) fields.push_back({field.key, field.value});
+      std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      out.push_back('{');
+      for (const auto& [key, v] : fields) {
+        out.append(key);
+        out.push_back(':');
+        append_canonical(out, v);
+        out.push_back(',');
+      }
+      out.push_back('}');
+      break;
+    }
+    case element_type::ARRAY: {
+      out.push_back('[');
+      simdjson::dom::array array = value.get_array().value_unsafe();
+      for (auto item : array) {
+        append_canonical(out, item);
+        out.push_back(',');
+      }
+      out.push_back(']');
+      break;
+    }
+    case element_type::INT64: out += std::to_string(int64_t(value)); break;
+    case element_type::UINT64: out += std::to_string(uint64_t(value)); break;
+    case element_type::DOUBLE: {
+      double d = double(value);
+      if (d == double(int64_t(d)) && d > -9e18 && d < 9e18) {
+        out += std::to_string(int64_t(d));
+      } else {
+        char buffer[32];
+        snprintf(buffer, sizeof buffer, "%.17g", d);
+        out += buffer;
+      }
+      break;
+    }
+    case element_type::STRING:
+      out.push_back('"');
+      out.append(std::string_view(value));
+      out.push_back('"');
+      break;
+    case element_type::BOOL: out += bool(value) ? "true" : "false"; break;
+    case element_type::NULL_VALUE: out += "null"; break;
+  }
+}
+
+}  // namespace
+
 size_t coalesce_annotations(Trace& trace) {
-  // Identity: the final pid/tid, and the event's text without its ts, dur and tid values.
+  // Identity: the final tid, and every other key but ts, dur and tid, by meaning.
   std::unordered_map<std::string, std::vector<uint32_t>> groups;
+  simdjson::dom::parser parser;  // reused for every annotation
   std::string key;
   for (uint32_t i = 0; i < trace.events.size(); ++i) {
     const Event& event = trace.events[i];
@@ -112,16 +174,18 @@ size_t coalesce_annotations(Trace& trace) {
     else
       key += event.tid.text;
     key.push_back('\0');
-    std::array<Span, 3> cuts = {event.spans[kTs], event.spans[kDur], event.spans[kTid]};
-    std::sort(cuts.begin(), cuts.end(), [](const Span& a, const Span& b) { return a.offset < b.offset; });
-    uint32_t pos = 0;
-    for (const Span& cut : cuts) {
-      if (!cut.length) continue;
-      key.append(event.raw.data() + pos, cut.offset - pos);
-      key.push_back('\1');
-      pos = cut.offset + cut.length;
+    simdjson::dom::object root;
+    if (parser.parse(event.raw.data(), event.raw.size()).get_object().get(root)) continue;
+    std::vector<std::pair<std::string_view, simdjson::dom::element>> fields;
+    for (auto field : root)
+      if (field.key != "ts" && field.key != "dur" && field.key != "tid") fields.push_back({field.key, field.value});
+    std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [name, value] : fields) {
+      key.append(name);
+      key.push_back(':');
+      append_canonical(key, value);
+      key.push_back(',');
     }
-    key.append(event.raw.data() + pos, event.raw.size() - pos);
     groups[key].push_back(i);
   }
   size_t removed = 0;

@@ -77,7 +77,9 @@ std::vector<Lane> assign_lane_tids(Trace& trace, SliceSet& set) {
   std::map<std::pair<int64_t, int>, std::vector<uint32_t>> families;
   for (uint32_t s = 0; s < set.slices.size(); ++s) families[{set.slices[s].pid, set.slices[s].group}].push_back(s);
   std::vector<Lane> lanes;
-  int64_t next_tid = trace.max_int_tid + 1000;
+  // With no integer tid at all (only string tids), count from 0 as the largest.
+  int64_t largest_tid = trace.max_int_tid == INT64_MIN ? 0 : trace.max_int_tid;
+  int64_t next_tid = largest_tid + 1000;
   for (auto& [key, members] : families) {
     std::vector<Interval> intervals;
     intervals.reserve(members.size());
@@ -100,7 +102,7 @@ std::vector<Lane> assign_lane_tids(Trace& trace, SliceSet& set) {
       set.slices[s].lane = uint32_t(first + lane_of[m]);
     }
   }
-  int64_t max_tid = std::max(trace.max_int_tid, next_tid - 1);
+  int64_t max_tid = std::max(largest_tid, next_tid - 1);
   int64_t next_annotation_tid = max_tid + 1000;
   for (auto& lane : lanes) lane.annotation_tid = next_annotation_tid++;
   // Each lane lists its slices in (start, end) order, which is also (ts, dur) order.

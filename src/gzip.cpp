@@ -41,8 +41,12 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
     // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: a first guess.
     uint32_t isize = uint8_t(rest[rest.size() - 4]) | uint8_t(rest[rest.size() - 3]) << 8 |
                      uint8_t(rest[rest.size() - 2]) << 16 | uint32_t(uint8_t(rest[rest.size() - 1])) << 24;
-    // The extra 64 bytes leave room for simdjson's padding without a reallocation.
-    size_t guess = std::max({size_t(isize) + 64, rest.size() * 4, size_t(1) << 16});
+    // DEFLATE expands at most ~1032:1, so a larger ISIZE is garbage (a truncated or
+    // corrupt file): ignore it rather than allocate gigabytes for it. The extra 64 bytes
+    // leave room for simdjson's padding without a reallocation.
+    size_t plausible_max = rest.size() * 1032 + 1024;
+    size_t first_guess = size_t(isize) <= plausible_max ? size_t(isize) + 64 : rest.size() * 4;
+    size_t guess = std::max(first_guess, size_t(1) << 16);
     for (;;) {
       out.resize(out_size + guess);
       size_t in_used = 0, out_used = 0;
@@ -53,8 +57,8 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
         out_size += out_used;
         break;
       }
-      if (result == LIBDEFLATE_INSUFFICIENT_SPACE) {
-        guess *= 2;
+      if (result == LIBDEFLATE_INSUFFICIENT_SPACE && guess < plausible_max) {
+        guess = std::min(guess * 2, plausible_max);
         continue;
       }
       throw Error(std::string(source) + ": corrupt or truncated gzip data (member " + std::to_string(member + 1) +

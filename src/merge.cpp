@@ -82,21 +82,24 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Trace& trace = inputs[i].compacted.trace;
     DistributedInfo info = read_distributed_info(trace);
-    if (!info.rank) throw Error(inputs[i].name + ": distributedInfo.rank is missing or not an integer");
+    const std::string& path = trace.source;  // messages start with the file's path
+    if (!info.rank) throw Error(path + ": distributedInfo.rank is missing or not an integer");
     if (!seen_ranks.insert(*info.rank).second)
-      throw Error(inputs[i].name + ": global rank " + std::to_string(*info.rank) + " appears in more than one input");
+      throw Error(path + ": global rank " + std::to_string(*info.rank) + " appears in more than one input");
     ranks[i].input = &inputs[i];
     ranks[i].global_rank = *info.rank;
     bool invalid = false;
     bases[i] = read_base_time_ns(trace, invalid);
-    if (invalid) throw Error(inputs[i].name + ": baseTimeNanoseconds is not an integer");
-    (bases[i] ? with_base : without_base).push_back(inputs[i].name);
+    if (invalid) throw Error(path + ": baseTimeNanoseconds is not an integer");
+    (bases[i] ? with_base : without_base).push_back(path);
     summary.inputs.push_back(inputs[i].name);
   }
   if (!with_base.empty() && !without_base.empty()) {
-    std::string names;
-    for (const auto& n : without_base) names += (names.empty() ? "" : ", ") + n;
-    throw Error("baseTimeNanoseconds is missing in " + names + " but present in the other ranks; cannot align clocks");
+    std::string others;
+    for (size_t k = 1; k < without_base.size(); ++k) others += ", " + without_base[k];
+    throw Error(without_base[0] + ": baseTimeNanoseconds is missing" +
+                (others.empty() ? std::string() : " (also in" + others.substr(1) + ")") +
+                " but present in the other ranks; cannot align clocks");
   }
   bool absolute = with_base.empty();
   int64_t common = 0;

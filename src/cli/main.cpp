@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "files.hpp"
+#include "report.hpp"
+#include "sweep.hpp"
 #include "tracelane/compact.hpp"
 #include "tracelane/merge.hpp"
 #include "tracelane/summary.hpp"
@@ -31,6 +33,11 @@ const char* kUsage =
     "  merge DIR_OR_ONE_RANK_FILE [-o OUT] [--overwrite] [--level N]\n"
     "      compact every rank<N>_trace.json[.gz] of a directory and merge them into one\n"
     "      pipeline-parallel timeline\n"
+    "  sweep ROOT [--jobs N] [--memory BYTES] [--overwrite] [--dry-run] [--shard K/N]\n"
+    "      compact and merge every iteration directory under ROOT; writes\n"
+    "      tracelane_report.json/.csv (ROOT or --report-dir)\n"
+    "  report --combine DIR_OR_FILES... [--report-dir DIR]\n"
+    "      join the partial reports of sweep --shard K/N runs into one\n"
     "\n"
     "  tracelane <command> --help   options of a command\n"
     "  tracelane --version\n";
@@ -222,6 +229,8 @@ int main(int argc, char** argv) {
   }
   if (command == "compact") return run_compact(argc - 1, argv + 1);
   if (command == "merge") return run_merge(argc - 1, argv + 1);
+  if (command == "sweep") return cli::run_sweep(argc - 1, argv + 1);
+  if (command == "report") return cli::run_report(argc - 1, argv + 1);
   std::cerr << "tracelane: unknown command '" << command << "'\n\n" << kUsage;
   return kExitUsage;
 }

@@ -1,0 +1,103 @@
+// The sweep report (tracelane_report.json and .csv): one row per rank file, one per merged
+// iteration, one per discovery problem, plus totals; and `tracelane report --combine`,
+// which joins the partial reports of `sweep --shard K/N` into the report a single node
+// would have written. REPORT.md documents every column.
+#pragma once
+
+#include <boost/filesystem.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace tracelane::cli {
+
+namespace fs = boost::filesystem;
+
+inline constexpr int kReportSchemaVersion = 1;
+
+enum class RowKind { file, merge, problem };
+const char* kind_name(RowKind kind);
+
+enum class ColumnType { text, integer, real };
+
+// One report column. `kinds` is a bit set of RowKind values that have it (1 << kind);
+// `summed`: totals add it up; `timing`: it differs between runs of the same inputs, so
+// comparisons of reports leave it out.
+struct Column {
+  const char* name;
+  ColumnType type;
+  unsigned kinds;
+  bool summed;
+  bool timing;
+  int decimals = 0;  // reals: digits after the point
+};
+const std::vector<Column>& report_columns();
+// Index of a column by name; throws std::out_of_range for an unknown name.
+size_t column_index(std::string_view name);
+
+// A cell: absent (null in JSON, empty in CSV), an integer, a real, or text.
+using Cell = std::variant<std::monostate, int64_t, double, std::string>;
+
+struct Row {
+  RowKind kind = RowKind::file;
+  std::vector<Cell> cells = std::vector<Cell>(report_columns().size());
+
+  Row() = default;
+  explicit Row(RowKind k) : kind(k) {}
+  Row& set(std::string_view column, Cell value);
+  const Cell& get(std::string_view column) const;
+};
+
+// Sorted by iteration directory (byte order), then file rows by rank, the merge row, and
+// problem rows: the same order whichever node or shard produced a row.
+void sort_rows(std::vector<Row>& rows);
+
+// One `sweep` (or shard) run: environment and wall time; timing only, never compared.
+struct RunInfo {
+  std::optional<std::pair<int, int>> shard;  // (K, N)
+  double wall_seconds = 0;
+  int jobs = 0;
+  uint64_t memory_budget_bytes = 0;
+};
+
+struct Report {
+  std::string root;
+  std::optional<std::pair<int, int>> shard;  // a partial report of `sweep --shard K/N`
+  std::vector<RunInfo> runs;
+  std::vector<Row> rows;
+};
+
+// RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled.
+std::string csv_field(std::string_view text);
+std::string cell_text(const Cell& cell, const Column& column);
+
+std::string report_json(const Report& report);
+std::string report_csv(const Report& report);
+// Reads a report_json() text back. Throws Error("<source>: ...").
+Report parse_report_json(std::string_view json, const std::string& source);
+
+// report file names: tracelane_report[.shard-K-of-N].json / .csv
+std::string report_base_name(const std::optional<std::pair<int, int>>& shard);
+
+// Writes both files into `dir` atomically; returns the JSON path.
+fs::path write_report(const Report& report, const fs::path& dir);
+
+// Iterations whose merge left PP send/recv arrows unmatched: (dir, count).
+std::vector<std::pair<std::string, int64_t>> unmatched_iterations(const std::vector<Row>& rows);
+bool has_failures(const std::vector<Row>& rows);
+
+struct Combined {
+  Report report;
+  std::vector<int> missing_shards;  // of N, when the partial reports name N
+  std::vector<std::string> problems;  // inconsistent inputs, one line each
+};
+// Joins partial reports (each from parse_report_json). The rows are the union, sorted.
+Combined combine_reports(const std::vector<Report>& partials);
+
+// The `report` command (`report --combine DIR_OR_FILES...`). Returns the exit status.
+int run_report(int argc, char** argv);
+
+}  // namespace tracelane::cli

@@ -1,0 +1,950 @@
+// The sweep graph.
+//
+// Discovery walks ROOT once, sequentially (sharding needs the whole sorted list before any
+// work starts, and a walk costs nothing next to parsing), and plans every iteration
+// directory: which rank outputs are stale, which merges are stale. The work is then one
+// tbb::flow::graph:
+//
+//   admit -> load+parse -> compact -> write rank output -> collect -+-> admit (budget back)
+//     ^                                                             |
+//     +--------------------- merge + write merged output <----------+
+//
+// `admit` is a serial node owning the memory budget (Admission): it starts rank jobs in
+// sorted order while their estimated cost fits, and every finished job or merge sends the
+// bytes back to it. Independent files run concurrently on up to --jobs threads (the task
+// arena's size). A rank of an iteration that will be merged is compacted without
+// single-trace PP arrows (the merged file carries the PP arrows), its own output written
+// first, and the compacted trace is kept for the merge, so each rank file is read and
+// parsed exactly once. The last rank of an iteration to finish hands the iteration to
+// `merge`; an iteration with a failed rank is not merged and its merge row says why.
+//
+// Every output goes to a temporary name and is renamed into place, so a killed sweep
+// leaves no partial file and a rerun redoes only what is missing or stale.
+#include "sweep.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/task_arena.h>
+#include <set>
+#include <thread>
+
+#include "files.hpp"
+#include "report.hpp"
+#include "tracelane/compact.hpp"
+#include "tracelane/merge.hpp"
+#include "tracelane/trace.hpp"
+
+namespace tracelane::cli {
+
+// ---------------------------------------------------------------------------------------
+// Discovery
+
+bool is_sweep_input_name(const std::string& filename, long long* rank) {
+  return !is_our_output_name(filename) && is_rank_trace_name(filename, rank);
+}
+
+std::string run_of(const std::string& rel, const std::string& root_name) {
+  std::vector<std::string> parts;
+  if (rel != ".") {
+    size_t start = 0;
+    for (;;) {
+      size_t slash = rel.find('/', start);
+      parts.push_back(rel.substr(start, slash - start));
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+  }
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (parts[i] == "profile_trace") return i == 0 ? root_name : parts[i - 1];
+  if (parts.size() < 3) return ".";
+  std::string out = parts[0];
+  for (size_t i = 1; i + 2 < parts.size(); ++i) out += "/" + parts[i];
+  return out;
+}
+
+uint64_t estimate_uncompressed_bytes(const fs::path& path, uint64_t bytes_on_disk) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return bytes_on_disk;
+  unsigned char magic[2] = {0, 0}, trailer[4] = {0, 0, 0, 0};
+  bool gzip = bytes_on_disk >= 18 && ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
+              ::pread(fd, trailer, 4, off_t(bytes_on_disk - 4)) == 4;
+  ::close(fd);
+  if (!gzip) return bytes_on_disk;
+  uint64_t isize = uint64_t(trailer[0]) | uint64_t(trailer[1]) << 8 | uint64_t(trailer[2]) << 16 |
+                   uint64_t(trailer[3]) << 24;
+  // ISIZE is the size mod 2^32: JSON never compresses to more than it was, so lift it.
+  while (isize < bytes_on_disk) isize += uint64_t(1) << 32;
+  // Deflate cannot compress beyond ~1032:1, so a larger ISIZE is not a trailer (a
+  // truncated file): assume a typical trace's ratio instead.
+  if (isize / 1032 > bytes_on_disk + 1024) return bytes_on_disk * 8;
+  return isize;
+}
+
+namespace {
+
+struct Walker {
+  Discovery& out;
+  std::string root_name;
+  std::map<std::pair<dev_t, ino_t>, std::string> visited;  // directory -> rel of first visit
+
+  static std::string join(const std::string& rel, const std::string& name) {
+    return rel == "." ? name : rel + "/" + name;
+  }
+
+  void walk(const fs::path& dir, const std::string& rel, std::vector<std::pair<dev_t, ino_t>>& ancestors) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+      out.problems.push_back({rel, std::string("cannot read directory: ") + std::strerror(errno), true});
+      return;
+    }
+    std::pair<dev_t, ino_t> key{st.st_dev, st.st_ino};
+    if (auto seen = visited.find(key); seen != visited.end()) {
+      bool loop = std::find(ancestors.begin(), ancestors.end(), key) != ancestors.end();
+      out.problems.push_back({rel,
+                              (loop ? "symlink loop: leads back to " : "reached twice: same directory as ") +
+                                  seen->second + " (not entered again)",
+                              false});
+      return;
+    }
+    visited.emplace(key, rel);
+
+    boost::system::error_code ec;
+    std::vector<std::string> names;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      names.push_back(it->path().filename().string());
+    if (ec) {
+      out.problems.push_back({rel, "cannot list directory: " + ec.message(), true});
+      return;
+    }
+    std::sort(names.begin(), names.end());
+
+    IterationDir iteration;
+    std::vector<std::string> subdirs;
+    for (const std::string& name : names) {
+      fs::path path = dir / name;
+      struct stat entry {};
+      if (::stat(path.c_str(), &entry) != 0) {
+        if (errno == ELOOP) out.problems.push_back({join(rel, name), "symlink loop (not followed)", false});
+        continue;  // a dangling link is not an input
+      }
+      if (S_ISDIR(entry.st_mode)) {
+        subdirs.push_back(name);
+        continue;
+      }
+      long long rank = 0;
+      if (S_ISREG(entry.st_mode) && is_sweep_input_name(name, &rank)) {
+        uint64_t size = uint64_t(entry.st_size);
+        iteration.ranks.push_back({path, rank, size, estimate_uncompressed_bytes(path, size)});
+      }
+    }
+    if (!iteration.ranks.empty()) {
+      std::stable_sort(iteration.ranks.begin(), iteration.ranks.end(),
+                       [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });
+      iteration.dir = dir;
+      iteration.rel = rel;
+      iteration.run = run_of(rel, root_name);
+      iteration.iteration = rel == "." ? root_name : dir.filename().string();
+      out.iterations.push_back(std::move(iteration));
+    }
+    ancestors.push_back(key);
+    for (const std::string& name : subdirs) walk(dir / name, join(rel, name), ancestors);
+    ancestors.pop_back();
+  }
+};
+
+}  // namespace
+
+Discovery discover(const fs::path& root) {
+  Discovery out;
+  boost::system::error_code ec;
+  fs::path absolute = fs::absolute(root, ec);
+  std::string root_name = absolute.filename().string();
+  if (root_name == "." || root_name.empty()) root_name = absolute.parent_path().filename().string();
+  Walker walker{out, root_name, {}};
+  std::vector<std::pair<dev_t, ino_t>> ancestors;
+  walker.walk(root, ".", ancestors);
+  std::sort(out.iterations.begin(), out.iterations.end(),
+            [](const IterationDir& a, const IterationDir& b) { return a.rel < b.rel; });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Options
+
+std::optional<Shard> parse_shard(std::string_view text) {
+  size_t slash = text.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == text.size()) return std::nullopt;
+  auto number = [](std::string_view digits, long& value) {
+    if (digits.empty() || digits.size() > 9) return false;
+    value = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      value = value * 10 + (c - '0');
+    }
+    return true;
+  };
+  long index = 0, count = 0;
+  if (!number(text.substr(0, slash), index) || !number(text.substr(slash + 1), count)) return std::nullopt;
+  if (count < 1 || index >= count) return std::nullopt;
+  return Shard{int(index), int(count)};
+}
+
+std::optional<uint64_t> parse_byte_size(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  size_t i = 0;
+  bool digits = false, dot = false;
+  for (; i < text.size(); ++i) {
+    if (text[i] >= '0' && text[i] <= '9')
+      digits = true;
+    else if (text[i] == '.' && !dot)
+      dot = true;
+    else
+      break;
+  }
+  if (!digits) return std::nullopt;
+  std::string number(text.substr(0, i));
+  std::string suffix;
+  for (char c : text.substr(i)) suffix += char(std::toupper(static_cast<unsigned char>(c)));
+  if (!suffix.empty() && suffix.back() == 'B') suffix.pop_back();  // "GB", "GiB", "B"
+  if (suffix.size() == 2 && suffix[1] == 'I') suffix.pop_back();   // "GI"
+  double scale = 1;
+  if (suffix == "K")
+    scale = 1024.0;
+  else if (suffix == "M")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!suffix.empty())
+    return std::nullopt;
+  double value = std::strtod(number.c_str(), nullptr) * scale;
+  if (!(value >= 1) || value > 1.8e19) return std::nullopt;
+  return uint64_t(value);
+}
+
+uint64_t default_memory_budget() {
+  uint64_t memory = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGE_SIZE));
+  // Slurm confines a job with a cgroup; its limit, when set, is what the job may use.
+  for (const char* file : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(file);
+    std::string text;
+    if (in >> text) {
+      if (auto limit = parse_byte_size(text); limit && *limit < memory) memory = *limit;
+    }
+  }
+  return std::max<uint64_t>(memory / 2, 64ull << 20);
+}
+
+int default_jobs() {
+  if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
+    int value = std::atoi(slurm);
+    if (value > 0) return value;
+  }
+  return std::max(1, tbb::info::default_concurrency());
+}
+
+// ---------------------------------------------------------------------------------------
+// Admission under the memory budget
+
+void Admission::enqueue(const Job& job) {
+  queue_.push_back(job);
+  if (job.group != SIZE_MAX) {
+    Group& group = groups_[job.group];
+    group.jobs++;
+    group.reserve = job.group_reserve;
+  }
+}
+
+std::vector<size_t> Admission::admit() {
+  std::vector<size_t> started;
+  while (!queue_.empty()) {
+    const Job& job = queue_.front();
+    Group* group = job.group == SIZE_MAX ? nullptr : &groups_[job.group];
+    uint64_t need = job.transient + (group && !group->reserved ? group->reserve : 0);
+    bool fits = in_flight_ + need <= budget_;
+    // Nothing running and no merge to wait for: waiting would never end.
+    bool alone = running_ == 0 && merging_ == 0;
+    if (!fits && !alone) break;
+    in_flight_ += need;
+    if (group) group->reserved = true;
+    running_++;
+    started_.emplace(job.id, job);
+    started.push_back(job.id);
+    queue_.pop_front();
+  }
+  return started;
+}
+
+void Admission::finish_job(size_t id) {
+  auto it = started_.find(id);
+  if (it == started_.end()) return;
+  Job job = it->second;
+  started_.erase(it);
+  in_flight_ -= job.transient;
+  running_--;
+  if (job.group != SIZE_MAX) {
+    Group& group = groups_[job.group];
+    if (++group.finished == group.jobs) merging_++;
+  }
+}
+
+void Admission::finish_group(size_t id) {
+  auto it = groups_.find(id);
+  if (it == groups_.end()) return;
+  if (it->second.reserved) in_flight_ -= it->second.reserve;
+  if (it->second.finished == it->second.jobs) merging_--;
+  groups_.erase(it);
+}
+
+// ---------------------------------------------------------------------------------------
+// The sweep
+
+namespace {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
+
+struct SweepOptions {
+  fs::path root;
+  fs::path report_dir;
+  uint64_t memory_budget = 0;
+  int jobs = 1;
+  int level = 1;
+  bool overwrite = false, dry_run = false, quiet = false;
+  std::optional<Shard> shard;
+};
+
+// Modification time with nanoseconds; an output is up to date when strictly newer than
+// every input it was made from.
+std::optional<timespec> mtime_of(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return st.st_mtim;
+}
+bool newer(const timespec& a, const timespec& b) {
+  return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+}
+bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inputs) {
+  auto out = mtime_of(output);
+  if (!out) return false;
+  for (const RankFile* input : inputs) {
+    auto in = mtime_of(input->path);
+    if (!in || !newer(*out, *in)) return false;
+  }
+  return true;
+}
+int64_t size_of(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct IterationTask;
+
+// One rank file: its plan, then what the graph stages leave for the next one.
+struct RankTask {
+  IterationTask* iteration = nullptr;
+  const RankFile* file = nullptr;
+  fs::path output;
+  bool process = false;       // read and compact (its output is stale, or a merge needs it)
+  bool write_output = false;  // its own output is stale
+  bool for_merge = false;     // keep the compacted trace for the iteration's merge
+  Row row{RowKind::file};
+
+  std::chrono::steady_clock::time_point started;
+  std::optional<Trace> trace;
+  std::optional<CompactedTrace> compacted;
+  bool failed = false;
+};
+
+struct IterationTask {
+  const IterationDir* dir = nullptr;
+  size_t index = 0;
+  std::vector<size_t> ranks;  // indices into the rank tasks
+  bool merge = false;         // the merged output is stale: merge after the ranks
+  bool has_merge_row = false;
+  fs::path merged_output;
+  Row merge_row{RowKind::merge};
+  std::atomic<size_t> ranks_done{0};
+};
+
+// Prints progress on stderr: a redrawn bar on a terminal, a plain line now and then
+// otherwise (Slurm logs), nothing with --quiet. Errors go through it so they do not
+// interleave with the bar.
+class Progress {
+ public:
+  Progress(bool quiet, size_t files_total, uint64_t bytes_total)
+      : quiet_(quiet), tty_(::isatty(STDERR_FILENO)), files_total_(files_total), bytes_total_(bytes_total) {
+    if (!quiet_ && files_total_ > 0) ticker_ = std::thread([this] { tick(); });
+  }
+  ~Progress() { stop(); }
+
+  void file_done(uint64_t bytes, bool failed) {
+    files_done_++;
+    bytes_done_ += bytes;
+    if (failed) failed_++;
+  }
+  void error(const std::string& message) {
+    std::lock_guard lock(mutex_);
+    if (tty_ && drawn_) std::fputs("\r\033[K", stderr);
+    std::fprintf(stderr, "%s\n", message.c_str());
+    drawn_ = false;
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
+    if (!quiet_ && files_total_ > 0) {
+      std::lock_guard lock(mutex_);
+      draw(true);
+    }
+  }
+
+ private:
+  void tick() {
+    auto period = tty_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(10000);
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, period, [this] { return stopping_; })) draw(false);
+  }
+
+  static std::string human(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    while (bytes >= 1024 && unit < 4) bytes /= 1024, unit++;
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
+    return buffer;
+  }
+
+  void draw(bool final) {
+    size_t files = files_done_;
+    uint64_t bytes = bytes_done_;
+    double elapsed = seconds_since(start_);
+    std::string eta = "--:--";
+    if (bytes > 0 && bytes_total_ > bytes) {
+      long left = long(elapsed * double(bytes_total_ - bytes) / double(bytes));
+      char buffer[32];
+      std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", left / 3600, left / 60 % 60, left % 60);
+      eta = buffer;
+    } else if (final || bytes >= bytes_total_) {
+      eta = "0:00:00";
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "%zu/%zu files, %s/%s, %zu failed, ETA %s", files, files_total_,
+                  human(double(bytes)).c_str(), human(double(bytes_total_)).c_str(), size_t(failed_), eta.c_str());
+    if (tty_) {
+      int width = 30;
+      int filled = bytes_total_ ? int(double(width) * double(bytes) / double(bytes_total_)) : width;
+      filled = std::clamp(filled, 0, width);
+      std::fprintf(stderr, "\r\033[K[%s%s] %s%s", std::string(size_t(filled), '#').c_str(),
+                   std::string(size_t(width - filled), ' ').c_str(), line, final ? "\n" : "");
+      drawn_ = !final;
+    } else {
+      std::fprintf(stderr, "tracelane sweep: %s (%.0f s)\n", line, elapsed);
+    }
+    std::fflush(stderr);
+  }
+
+  bool quiet_, tty_;
+  size_t files_total_;
+  uint64_t bytes_total_;
+  std::atomic<size_t> files_done_{0}, failed_{0};
+  std::atomic<uint64_t> bytes_done_{0};
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false, drawn_ = false;
+  std::thread ticker_;
+};
+
+void fill_summary(Row& row, const CompactSummary& summary) {
+  row.set("measured_slices", int64_t(summary.measured_slices))
+      .set("original_streams", int64_t(summary.original_streams))
+      .set("compacted_lanes", int64_t(summary.compacted_lanes))
+      .set("flows_mapped", int64_t(summary.gpu_flow_endpoints_mapped))
+      .set("flows_unmapped", int64_t(summary.gpu_flow_endpoints_unmapped))
+      .set("annotations_mapped", int64_t(summary.gpu_annotations_mapped))
+      .set("annotations_coalesced", int64_t(summary.gpu_annotations_coalesced))
+      .set("cuda_graph_launches", int64_t(summary.cuda_graph_launches));
+  if (summary.compacted_lanes > 0)
+    row.set("compaction_ratio", double(summary.original_streams) / double(summary.compacted_lanes));
+}
+
+std::string describe_exception() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    return "out of memory";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+class Sweep {
+ public:
+  Sweep(const SweepOptions& options, const Discovery& discovery) : options_(options), discovery_(discovery) {}
+
+  // A killed sweep leaves its temporary files (".<output>.tmp.<pid>.<n>", never the
+  // output's own name) behind; remove those of our outputs in the directories this run
+  // owns when their writer is no longer running on this host.
+  void remove_stale_temporaries() const {
+    for (const auto& iteration : iterations_) {
+      std::set<std::string> outputs{kMergedName};
+      for (size_t r : iteration->ranks) outputs.insert(ranks_[r]->output.filename().string());
+      boost::system::error_code ec;
+      for (fs::directory_iterator it(iteration->dir->dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        size_t tmp = name.find(".tmp.");
+        if (name.empty() || name[0] != '.' || tmp == std::string::npos) continue;
+        if (!outputs.count(name.substr(1, tmp - 1))) continue;
+        long pid = std::atol(name.c_str() + tmp + 5);
+        if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+          boost::system::error_code ignored;
+          fs::remove(it->path(), ignored);
+        }
+      }
+    }
+  }
+
+  // Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
+  void plan() {
+    for (size_t position = 0; position < discovery_.iterations.size(); ++position) {
+      if (options_.shard && !shard_takes(*options_.shard, position)) continue;
+      const IterationDir& dir = discovery_.iterations[position];
+      auto iteration = std::make_unique<IterationTask>();
+      iteration->dir = &dir;
+      iteration->index = iterations_.size();
+      std::vector<const RankFile*> inputs;
+      for (const RankFile& file : dir.ranks) inputs.push_back(&file);
+      if (dir.ranks.size() >= 2) {
+        iteration->has_merge_row = true;
+        iteration->merged_output = dir.dir / kMergedName;
+        iteration->merge = options_.overwrite || !up_to_date(iteration->merged_output, inputs);
+        Row& row = iteration->merge_row;
+        row.set("dir", dir.rel).set("run", dir.run).set("iteration", dir.iteration);
+        row.set("ranks", int64_t(dir.ranks.size())).set("output", std::string(kMergedName));
+        int64_t input_bytes = 0;
+        for (const RankFile& file : dir.ranks) input_bytes += int64_t(file.bytes_on_disk);
+        row.set("input_bytes", input_bytes);
+        if (!iteration->merge)
+          row.set("status", std::string("skipped")).set("output_bytes", size_of(iteration->merged_output));
+      }
+      for (const RankFile& file : dir.ranks) {
+        auto task = std::make_unique<RankTask>();
+        task->iteration = iteration.get();
+        task->file = &file;
+        task->output = default_compact_output(file.path);
+        task->write_output = options_.overwrite || !up_to_date(task->output, {&file});
+        task->for_merge = iteration->merge;
+        task->process = task->write_output || task->for_merge;
+        Row& row = task->row;
+        row.set("dir", dir.rel).set("file", file.path.filename().string()).set("run", dir.run);
+        row.set("iteration", dir.iteration).set("rank", int64_t(file.rank));
+        row.set("input_bytes", int64_t(file.bytes_on_disk)).set("output", task->output.filename().string());
+        if (!task->write_output) row.set("status", std::string("skipped")).set("output_bytes", size_of(task->output));
+        iteration->ranks.push_back(ranks_.size());
+        ranks_.push_back(std::move(task));
+      }
+      iterations_.push_back(std::move(iteration));
+    }
+  }
+
+  void print_plan() const {
+    auto rel_file = [](const RankTask& task, const fs::path& path) {
+      const std::string& rel = task.iteration->dir->rel;
+      return (rel == "." ? "" : rel + "/") + path.filename().string();
+    };
+    for (const auto& iteration : iterations_) {
+      for (size_t index : iteration->ranks) {
+        const RankTask& task = *ranks_[index];
+        if (task.write_output)
+          std::cout << "compact " << rel_file(task, task.file->path) << " -> " << task.output.filename().string()
+                    << "\n";
+        else if (task.process)
+          std::cout << "read    " << rel_file(task, task.file->path) << " (output up to date; needed by the merge)\n";
+        else
+          std::cout << "skip    " << rel_file(task, task.file->path) << " (output up to date)\n";
+      }
+      if (iteration->has_merge_row) {
+        if (iteration->merge)
+          std::cout << "merge   " << iteration->dir->rel << " (" << iteration->ranks.size() << " ranks) -> "
+                    << kMergedName << "\n";
+        else
+          std::cout << "skip    " << iteration->dir->rel << "/" << kMergedName << " (up to date)\n";
+      }
+    }
+    size_t work = 0;
+    uint64_t bytes = 0;
+    for (const auto& task : ranks_)
+      if (task->process) work++, bytes += task->file->bytes_uncompressed;
+    std::cout << work << " of " << ranks_.size() << " rank files to read (" << bytes << " bytes of JSON), "
+              << iterations_.size() << " iteration directories\n";
+  }
+
+  // Runs the graph; returns the rows, sorted.
+  std::vector<Row> run() {
+    size_t files = 0;
+    uint64_t bytes = 0;
+    for (const auto& task : ranks_)
+      if (task->process) files++, bytes += task->file->bytes_uncompressed;
+    Progress progress(options_.quiet, files, bytes);
+    progress_ = &progress;
+
+    Admission admission(options_.memory_budget);
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      const RankTask& task = *ranks_[i];
+      if (!task.process) continue;
+      uint64_t size = task.file->bytes_uncompressed;
+      Admission::Job job;
+      job.id = i;
+      if (task.for_merge) {
+        // The retained part of every rank and the merged text are held by the iteration.
+        job.group = task.iteration->index;
+        job.transient = kTransientFactor * size;
+        uint64_t total = 0;
+        for (size_t r : task.iteration->ranks) total += ranks_[r]->file->bytes_uncompressed;
+        job.group_reserve = (kRetainedFactor + kMergeFactor) * total;
+      } else {
+        job.transient = (kTransientFactor + kRetainedFactor) * size;
+      }
+      admission.enqueue(job);
+    }
+
+    tbb::task_arena arena(options_.jobs);
+    arena.execute([&] { run_graph(admission); });
+    progress.stop();
+    progress_ = nullptr;
+
+    std::vector<Row> rows;
+    for (const auto& task : ranks_) rows.push_back(task->row);
+    for (const auto& iteration : iterations_)
+      if (iteration->has_merge_row) rows.push_back(iteration->merge_row);
+    sort_rows(rows);
+    return rows;
+  }
+
+ private:
+  // The budget's messages: start (first kick), a rank job done, an iteration's merge done.
+  struct AdmitMessage {
+    enum Kind { start, job_done, group_done } kind = start;
+    size_t id = 0;
+  };
+
+  void run_graph(Admission& admission) {
+    namespace flow = tbb::flow;
+    flow::graph graph;
+    using AdmitNode = flow::multifunction_node<AdmitMessage, std::tuple<size_t>>;
+    using CollectNode = flow::multifunction_node<size_t, std::tuple<AdmitMessage, size_t>>;
+
+    // Serial: the only place that touches the budget.
+    AdmitNode admit(graph, flow::serial, [&](const AdmitMessage& message, AdmitNode::output_ports_type& ports) {
+      if (message.kind == AdmitMessage::job_done) admission.finish_job(message.id);
+      if (message.kind == AdmitMessage::group_done) admission.finish_group(message.id);
+      for (size_t id : admission.admit()) std::get<0>(ports).try_put(id);
+    });
+    flow::function_node<size_t, size_t> load(graph, flow::unlimited, [&](size_t id) { return load_parse(id); });
+    flow::function_node<size_t, size_t> compact(graph, flow::unlimited, [&](size_t id) { return compact_rank(id); });
+    flow::function_node<size_t, size_t> write(graph, flow::unlimited, [&](size_t id) { return write_rank(id); });
+    CollectNode collect(graph, flow::unlimited, [&](size_t id, CollectNode::output_ports_type& ports) {
+      collect_rank(id, ports);
+    });
+    flow::function_node<size_t, AdmitMessage> merge(graph, flow::unlimited, [&](size_t iteration) {
+      merge_iteration(iteration);
+      return AdmitMessage{AdmitMessage::group_done, iteration};
+    });
+
+    flow::make_edge(flow::output_port<0>(admit), load);
+    flow::make_edge(load, compact);
+    flow::make_edge(compact, write);
+    flow::make_edge(write, collect);
+    flow::make_edge(flow::output_port<0>(collect), admit);
+    flow::make_edge(flow::output_port<1>(collect), merge);
+    flow::make_edge(merge, admit);
+
+    admit.try_put(AdmitMessage{AdmitMessage::start, 0});
+    graph.wait_for_all();
+  }
+
+  void fail(RankTask& task, const std::string& message) {
+    task.failed = true;
+    task.trace.reset();
+    task.compacted.reset();
+    task.row.set("status", std::string("failed")).set("error", message);
+    progress_->error(message);
+  }
+
+  size_t load_parse(size_t id) {
+    RankTask& task = *ranks_[id];
+    task.started = std::chrono::steady_clock::now();
+    try {
+      std::string json = read_trace_bytes(task.file->path);
+      task.trace.emplace(parse_trace(std::move(json), task.file->path.string()));
+      task.row.set("events", int64_t(task.trace->events.size()));
+      task.row.set("pp_rank", int64_t(single_trace_pp_rank(*task.trace)));
+    } catch (...) {
+      fail(task, describe_exception());
+    }
+    return id;
+  }
+
+  size_t compact_rank(size_t id) {
+    RankTask& task = *ranks_[id];
+    if (task.failed) return id;
+    try {
+      CompactOptions compact_options;
+      // A rank that will be merged gets its PP arrows in the merged file (SPEC 8).
+      compact_options.pp_flows = !task.for_merge;
+      task.compacted.emplace(compact_trace(std::move(*task.trace), compact_options));
+      task.trace.reset();
+      fill_summary(task.row, task.compacted->summary);
+    } catch (...) {
+      fail(task, describe_exception());
+    }
+    return id;
+  }
+
+  size_t write_rank(size_t id) {
+    RankTask& task = *ranks_[id];
+    if (task.failed) return id;
+    try {
+      if (task.write_output) {
+        // Serialised before the merge, which renumbers the trace in place.
+        std::string bytes = encode_for(task.output, write_compacted(*task.compacted), options_.level);
+        write_atomically(task.output, bytes, true);
+        task.row.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
+      }
+      if (!task.for_merge) task.compacted.reset();
+    } catch (...) {
+      fail(task, describe_exception());
+    }
+    task.row.set("seconds", seconds_since(task.started));
+    return id;
+  }
+
+  template <typename Ports>
+  void collect_rank(size_t id, Ports& ports) {
+    RankTask& task = *ranks_[id];
+    progress_->file_done(task.file->bytes_uncompressed, task.failed);
+    std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::job_done, id});
+    if (!task.for_merge) return;
+    IterationTask& iteration = *task.iteration;
+    if (iteration.ranks_done.fetch_add(1) + 1 != iteration.ranks.size()) return;
+    // The last rank of the iteration: every sibling has finished (acquire by the RMW).
+    std::string failed_files;
+    for (size_t r : iteration.ranks)
+      if (ranks_[r]->failed) failed_files += (failed_files.empty() ? "" : ", ") + ranks_[r]->file->path.filename().string();
+    if (failed_files.empty()) {
+      std::get<1>(ports).try_put(iteration.index);
+      return;
+    }
+    for (size_t r : iteration.ranks) ranks_[r]->compacted.reset();
+    iteration.merge_row.set("status", std::string("failed"))
+        .set("error", iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
+    std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::group_done, iteration.index});
+  }
+
+  void merge_iteration(size_t index) {
+    IterationTask& iteration = *iterations_[index];
+    auto started = std::chrono::steady_clock::now();
+    Row& row = iteration.merge_row;
+    try {
+      std::vector<MergeInput> inputs;
+      for (size_t r : iteration.ranks) {
+        RankTask& task = *ranks_[r];
+        inputs.push_back({task.file->path.filename().string(), std::move(*task.compacted)});
+        task.compacted.reset();
+      }
+      MergeResult merged = merge_ranks(std::move(inputs));
+      std::string bytes = encode_for(iteration.merged_output, std::move(merged.json), options_.level);
+      write_atomically(iteration.merged_output, bytes, true);
+      const MergeSummary& summary = merged.summary;
+      std::vector<std::pair<int, int64_t>> order = summary.pp_ranks;
+      std::sort(order.begin(), order.end());
+      std::string pp_order;
+      for (const auto& [pp_rank, global_rank] : order) pp_order += (pp_order.empty() ? "" : " ") + std::to_string(global_rank);
+      row.set("pp_order", pp_order).set("pp_order_source", summary.pp_order_source);
+      row.set("time_alignment", summary.time_alignment);
+      row.set("pp_send_recv_pairs", int64_t(summary.pp.send_recv_pairs))
+          .set("pp_send_recv_unmatched", int64_t(summary.pp.send_recv_unmatched))
+          .set("pp_compute_dependency_pairs", int64_t(summary.pp.compute_dependency_pairs))
+          .set("pp_compute_dependency_unmatched", int64_t(summary.pp.compute_dependency_unmatched))
+          .set("pp_unshard_compute_pairs", int64_t(summary.pp.unshard_compute_pairs))
+          .set("pp_unshard_compute_unmatched", int64_t(summary.pp.unshard_compute_unmatched));
+      row.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
+    } catch (...) {
+      std::string message = describe_exception();
+      row.set("status", std::string("failed")).set("error", message);
+      progress_->error(message);
+    }
+    for (size_t r : iteration.ranks) ranks_[r]->compacted.reset();
+    row.set("seconds", seconds_since(started));
+  }
+
+  const SweepOptions& options_;
+  const Discovery& discovery_;
+  std::vector<std::unique_ptr<RankTask>> ranks_;
+  std::vector<std::unique_ptr<IterationTask>> iterations_;
+  Progress* progress_ = nullptr;
+};
+
+const char* kSweepUsage = "usage: tracelane sweep ROOT [options]\n";
+
+}  // namespace
+
+int run_sweep(int argc, char** argv) {
+  namespace po = boost::program_options;
+  SweepOptions options;
+  std::string root, report_dir, memory, shard;
+  int jobs = 0;
+  po::options_description described("sweep options");
+  described.add_options()("help,h", "show this help")(
+      "jobs,j", po::value(&jobs), "threads (default: SLURM_CPUS_PER_TASK, else the cores available)")(
+      "memory", po::value(&memory),
+      "budget for trace data in flight, e.g. 512M, 4G (default: half the memory of the machine or job)")(
+      "overwrite", po::bool_switch(&options.overwrite), "redo outputs that are up to date")(
+      "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
+      "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
+      "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv (default: ROOT)")(
+      "shard", po::value(&shard), "K/N: process the iteration directories at sorted positions p with p % N == K")(
+      "level", po::value(&options.level)->default_value(1), "gzip level, 0 to 12 (libdeflate's scale)");
+  po::options_description hidden;
+  hidden.add_options()("root", po::value(&root));
+  po::options_description all;
+  all.add(described).add(hidden);
+  po::positional_options_description positional;
+  positional.add("root", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "tracelane sweep: " << e.what() << "\n" << kSweepUsage;
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << kSweepUsage << "\n" << described;
+    return kExitOk;
+  }
+  auto usage_error = [](const std::string& message) {
+    std::cerr << "tracelane sweep: " << message << "\n" << kSweepUsage;
+    return kExitUsage;
+  };
+  if (root.empty()) return usage_error("missing ROOT");
+  options.root = root;
+  boost::system::error_code ec;
+  if (!fs::is_directory(options.root, ec)) return usage_error(root + ": not a directory");
+  if (vm.count("jobs") && jobs < 1) return usage_error("--jobs must be at least 1");
+  options.jobs = jobs > 0 ? jobs : default_jobs();
+  if (!memory.empty()) {
+    auto bytes = parse_byte_size(memory);
+    if (!bytes) return usage_error("--memory: expected a size like 512M or 4G, got '" + memory + "'");
+    options.memory_budget = *bytes;
+  } else {
+    options.memory_budget = default_memory_budget();
+  }
+  if (!shard.empty()) {
+    options.shard = parse_shard(shard);
+    if (!options.shard) return usage_error("--shard: expected K/N with 0 <= K < N, got '" + shard + "'");
+  }
+  if (options.level < 0 || options.level > 12) return usage_error("--level must be between 0 and 12");
+  options.report_dir = report_dir.empty() ? options.root : fs::path(report_dir);
+
+  auto started = std::chrono::steady_clock::now();
+  Discovery discovery = discover(options.root);
+  // Discovery problems belong to the whole tree: shard 0 reports them, so a combined
+  // report lists each once.
+  bool report_problems = !options.shard || options.shard->index == 0;
+  for (const DiscoveryProblem& problem : discovery.problems)
+    std::cerr << (fs::path(options.root) / problem.rel).string() << ": " << problem.reason << "\n";
+
+  Sweep sweep(options, discovery);
+  sweep.plan();
+  if (options.dry_run) {
+    sweep.print_plan();
+    return kExitOk;
+  }
+  sweep.remove_stale_temporaries();
+  std::vector<Row> rows = sweep.run();
+  if (report_problems)
+    for (const DiscoveryProblem& problem : discovery.problems) {
+      Row row(RowKind::problem);
+      row.set("dir", problem.rel)
+          .set("status", std::string(problem.failure ? "failed" : "warning"))
+          .set("error", problem.reason);
+      rows.push_back(std::move(row));
+    }
+  sort_rows(rows);
+
+  Report report;
+  report.root = fs::absolute(options.root, ec).lexically_normal().string();
+  if (options.shard) report.shard = {options.shard->index, options.shard->count};
+  RunInfo info;
+  info.shard = report.shard;
+  info.wall_seconds = seconds_since(started);
+  info.jobs = options.jobs;
+  info.memory_budget_bytes = options.memory_budget;
+  report.runs.push_back(info);
+  report.rows = std::move(rows);
+  fs::path written;
+  bool report_failed = false;
+  try {
+    fs::create_directories(options.report_dir, ec);
+    written = write_report(report, options.report_dir);
+  } catch (const Error& e) {
+    std::cerr << e.what() << "\n";
+    report_failed = true;
+  }
+
+  std::map<std::string, size_t> counts;
+  for (const Row& row : report.rows) {
+    const Cell& status = row.get("status");
+    counts[std::string(kind_name(row.kind)) + "s " +
+           (std::holds_alternative<std::string>(status) ? std::get<std::string>(status) : "?")]++;
+  }
+  if (!options.quiet) {
+    std::cout << "tracelane sweep: ";
+    bool first = true;
+    for (const auto& [key, count] : counts) std::cout << (first ? "" : ", ") << count << " " << key, first = false;
+    if (counts.empty()) std::cout << "no rank<N>_trace.json[.gz] files found";
+    std::cout << " in " << int(info.wall_seconds * 10) / 10.0 << " s\n";
+    if (!written.empty()) std::cout << "report: " << written.string() << "\n";
+  }
+  for (const auto& [dir, count] : unmatched_iterations(report.rows))
+    std::cerr << "warning: " << dir << ": " << count
+              << " PP send/recv arrows unmatched (usually a truncated capture window)\n";
+  for (const Row& row : report.rows)
+    if (row.kind != RowKind::problem && std::holds_alternative<std::string>(row.get("status")) &&
+        std::get<std::string>(row.get("status")) == "failed" && std::holds_alternative<std::string>(row.get("error")))
+      std::cerr << "failed: " << std::get<std::string>(row.get("error")) << "\n";
+  return has_failures(report.rows) || report_failed ? kExitFailed : kExitOk;
+}
+
+}  // namespace tracelane::cli

@@ -1,0 +1,363 @@
+// Annotation coalescing, per-kernel annotation runs and lane metadata (SPEC 5).
+#include "test_support.hpp"
+
+using namespace tracelane;
+using namespace tracelane::testing;
+
+namespace {
+
+// Streams 7 and 8 hold touching kernels, so both land on one Compute lane (tid 1008) with
+// annotation track 2008.
+std::vector<std::string> one_lane_two_streams() { return {kernel(0, 7, "0", "10"), kernel(0, 8, "10", "10")}; }
+
+std::vector<std::string> with(std::vector<std::string> events, const std::vector<std::string>& more) {
+  events.insert(events.end(), more.begin(), more.end());
+  return events;
+}
+
+// Index in traceEvents of the first event named `name`.
+size_t position_of(const Output& out, std::string_view name) {
+  for (size_t i = 0; i < out.events.size(); ++i)
+    if (Output::string_of(out.events[i], "name") == name) return i;
+  return SIZE_MAX;
+}
+
+}  // namespace
+
+// --- coalescing ------------------------------------------------------------------------
+
+TEST(CoalesceAnnotations, TouchingIdenticalAnnotationsFromTwoStreamsBecomeOne) {
+  auto result = compact_text(trace_json(with(one_lane_two_streams(), {
+                                                                          annotation(0, 7, "0", "10", "fwd"),
+                                                                          annotation(0, 8, "10", "10", "fwd"),
+                                                                      })));
+  ASSERT_EQ(result.lanes.size(), 1u);
+  EXPECT_EQ(result.summary.gpu_annotations_mapped, 2u);
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 1u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 1u);
+  Output out(write_compacted(result));
+  auto fwd = out.one("fwd");
+  EXPECT_EQ(Output::int_of(fwd, "tid"), 2008);
+  EXPECT_EQ(Output::number_of(fwd, "ts"), 0);
+  EXPECT_EQ(Output::number_of(fwd, "dur"), 20);
+}
+
+TEST(CoalesceAnnotations, AnnotationsWithDifferentArgsStaySeparate) {
+  auto result = compact_text(trace_json(with(one_lane_two_streams(), {
+                                                                          annotation(0, 7, "0", "10", "fwd", R"({"a": 1})"),
+                                                                          annotation(0, 8, "5", "10", "fwd", R"({"a": 2})"),
+                                                                      })));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 2u);
+  EXPECT_EQ(Output(write_compacted(result)).named("fwd").size(), 2u);
+}
+
+TEST(CoalesceAnnotations, AnnotationsWithDifferentNamesStaySeparate) {
+  auto result = compact_text(trace_json(with(one_lane_two_streams(), {
+                                                                          annotation(0, 7, "0", "10", "fwd"),
+                                                                          annotation(0, 8, "5", "10", "bwd"),
+                                                                      })));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 2u);
+}
+
+TEST(CoalesceAnnotations, IdenticalAnnotationsWithAGapStaySeparate) {
+  auto result = compact_text(trace_json(with(one_lane_two_streams(), {
+                                                                          annotation(0, 7, "0", "9.999", "fwd"),
+                                                                          annotation(0, 8, "10", "10", "fwd"),
+                                                                      })));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
+  EXPECT_EQ(Output(write_compacted(result)).named("fwd").size(), 2u);
+}
+
+TEST(CoalesceAnnotations, IdenticalAnnotationsOnDifferentLanesStaySeparate) {
+  // Overlapping kernels on streams 7 and 8: two lanes, two annotation tracks.
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "20"),
+      kernel(0, 8, "5", "20"),
+      annotation(0, 7, "0", "20", "fwd"),
+      annotation(0, 8, "5", "20", "fwd"),
+  }));
+  ASSERT_EQ(result.lanes.size(), 2u);
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 2u);
+}
+
+TEST(CoalesceAnnotations, AChainSpansAllItsMembersAndStaysWhereItsEarliestMemberWas) {
+  // Listed out of order: B [5,12], marker, A [0,10], C [12,15]. The chain A-B-C becomes
+  // one event [0,15] at A's position, after the marker.
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "20"),
+      annotation(0, 7, "5", "7", "step"),
+      R"({"ph": "i", "cat": "marker", "name": "marker", "pid": 0, "tid": 300, "ts": 1, "s": "t"})",
+      annotation(0, 7, "0.000", "10", "step"),
+      annotation(0, 7, "12", "3", "step"),
+  }));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 2u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 1u);
+  Output out(write_compacted(result));
+  auto step = out.one("step");
+  EXPECT_EQ(Output::number_of(step, "ts"), 0);
+  EXPECT_EQ(Output::number_of(step, "dur"), 15);
+  EXPECT_GT(position_of(out, "step"), position_of(out, "marker"));
+  // The kept event keeps its own ts text.
+  EXPECT_TRUE(out.contains(R"("ts": 0.000, "dur": 15,)")) << out.text;
+}
+
+TEST(CoalesceAnnotations, AContainedAnnotationDoesNotShortenTheChain) {
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "50"),
+      annotation(0, 7, "0", "30", "step"),
+      annotation(0, 7, "5", "5", "step"),
+      annotation(0, 7, "29", "2", "step"),
+  }));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 2u);
+  Output out(write_compacted(result));
+  EXPECT_EQ(Output::number_of(out.one("step"), "dur"), 31);
+}
+
+TEST(CoalesceAnnotations, AnnotationsThatWereNotMovedCoalesceToo) {
+  // Two identical CPU-side annotations on a thread that is no old stream.
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10"),
+      annotation(5, 300, "0", "10", "cpu"),
+      annotation(5, 300, "10", "1", "cpu"),
+  }));
+  EXPECT_EQ(result.summary.gpu_annotations_mapped, 0u);
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 1u);
+  Output out(write_compacted(result));
+  EXPECT_EQ(Output::number_of(out.one("cpu"), "dur"), 11);
+  EXPECT_EQ(Output::int_of(out.one("cpu"), "tid"), 300);
+}
+
+TEST(CoalesceAnnotations, OnlyCompleteEventsCoalesce) {
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10"),
+      R"({"ph": "i", "cat": "gpu_user_annotation", "name": "mark", "pid": 5, "tid": 300, "ts": 1, "s": "t"})",
+      R"({"ph": "i", "cat": "gpu_user_annotation", "name": "mark", "pid": 5, "tid": 300, "ts": 1, "s": "t"})",
+  }));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
+  EXPECT_EQ(Output(write_compacted(result)).named("mark").size(), 2u);
+}
+
+TEST(CoalesceAnnotations, IdentityIsByMeaningNotByTextLayout) {
+  // SPEC 5: "events identical in every key except ts and dur (same pid, tid, name, args,
+  // ...)". These three differ only in JSON layout (spacing inside args, key order).
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10"),
+      kernel(0, 8, "10", "20"),
+      R"({"ph": "X", "cat": "gpu_user_annotation", "name": "fwd", "pid": 0, "tid": 7, "ts": 0, "dur": 10, "args": {"a": 1}})",
+      R"({"ph": "X", "cat": "gpu_user_annotation", "name": "fwd", "pid": 0, "tid": 8, "ts": 10, "dur": 10, "args": {"a":1}})",
+      R"({"cat": "gpu_user_annotation", "ph": "X", "name": "fwd", "pid": 0, "tid": 8, "ts": 12, "dur": 10, "args": {"a": 1}})",
+  }));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 2u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 1u);
+}
+
+// --- per-kernel annotations ---------------------------------------------------------------
+
+TEST(KernelAnnotations, RunsOfOneArgsNameBecomeSpansOnTheLaneAnnotationTrack) {
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10", "k1", R"("name": "fwd")"),
+      kernel(0, 7, "10", "10", "k2", R"("name": "fwd")"),
+      kernel(0, 7, "20", "10", "k3"),
+      kernel(0, 7, "30", "10", "k4", R"("name": "fwd")"),
+      kernel(0, 7, "40", "10", "k5", R"("name": "bwd")"),
+      kernel(0, 7, "50", "5", "k6", R"("name": "bwd")"),
+  }));
+  EXPECT_EQ(result.summary.kernel_annotations_converted, 5u);
+  EXPECT_EQ(result.summary.kernel_annotation_blocks, 3u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 3u);
+  Output out(write_compacted(result));
+  auto fwd = out.named("fwd");
+  auto bwd = out.named("bwd");
+  ASSERT_EQ(fwd.size(), 2u);
+  ASSERT_EQ(bwd.size(), 1u);
+  std::vector<std::pair<double, double>> fwd_spans;
+  for (auto e : fwd) {
+    EXPECT_EQ(Output::string_of(e, "cat"), "gpu_user_annotation");
+    EXPECT_EQ(Output::string_of(e, "ph"), "X");
+    EXPECT_EQ(Output::int_of(e, "pid"), 0);
+    EXPECT_EQ(Output::int_of(e, "tid"), 2007);
+    fwd_spans.push_back({Output::number_of(e, "ts"), Output::number_of(e, "dur")});
+  }
+  std::sort(fwd_spans.begin(), fwd_spans.end());
+  EXPECT_EQ(fwd_spans, (std::vector<std::pair<double, double>>{{0, 20}, {30, 10}}));
+  EXPECT_EQ(Output::number_of(bwd[0], "ts"), 40);
+  EXPECT_EQ(Output::number_of(bwd[0], "dur"), 15);
+  EXPECT_EQ(Output::int_of(bwd[0], "tid"), 2007);
+  simdjson::dom::object args;
+  ASSERT_EQ(bwd[0]["args"].get_object().get(args), simdjson::SUCCESS);
+  EXPECT_EQ(args.size(), 0u);
+  EXPECT_EQ(out.label(0, 2007), "Compute annotations");
+}
+
+TEST(KernelAnnotations, SlicesKeepTheirArgsName) {
+  const std::string k1 = kernel(0, 7, "0", "10", "k1", R"("name": "fwd")");
+  auto out = compact_output(trace_json({k1}));
+  simdjson::dom::element k = out.one("k1");
+  EXPECT_EQ(Output::string_of(k["args"], "name"), "fwd");
+}
+
+TEST(KernelAnnotations, AnUnnamedSliceEndsTheRunAtTheLastNamedSlice) {
+  // The unnamed slice [10,50] closes the run; the run ends at 10, not at 50.
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10", "k1", R"("name": "fwd")"),
+      kernel(0, 7, "10", "40", "k2"),
+      kernel(0, 7, "50", "10", "k3", R"("name": "fwd")"),
+  }));
+  EXPECT_EQ(result.summary.kernel_annotation_blocks, 2u);
+  Output out(write_compacted(result));
+  auto fwd = out.named("fwd");
+  ASSERT_EQ(fwd.size(), 2u);
+  std::vector<std::pair<double, double>> spans;
+  for (auto e : fwd) spans.push_back({Output::number_of(e, "ts"), Output::number_of(e, "dur")});
+  std::sort(spans.begin(), spans.end());
+  EXPECT_EQ(spans, (std::vector<std::pair<double, double>>{{0, 10}, {50, 10}}));
+}
+
+TEST(KernelAnnotations, TouchingRunsOfOneNameAreNotCoalesced) {
+  // A zero-length unnamed kernel at 10 splits two touching "fwd" runs; they stay two.
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10", "k1", R"("name": "fwd")"),
+      kernel(0, 7, "10", "0", "k2"),
+      kernel(0, 7, "10", "10", "k3", R"("name": "fwd")"),
+  }));
+  ASSERT_EQ(result.lanes.size(), 1u);
+  EXPECT_EQ(result.summary.kernel_annotation_blocks, 2u);
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
+  EXPECT_EQ(Output(write_compacted(result)).named("fwd").size(), 2u);
+}
+
+TEST(KernelAnnotations, EmptyAndNonStringNamesDoNotCount) {
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10", "k1", R"("name": "")"),
+      kernel(0, 7, "10", "10", "k2", R"("name": 5)"),
+      kernel(0, 7, "20", "10", "k3", R"("name": null)"),
+  }));
+  EXPECT_EQ(result.summary.kernel_annotations_converted, 0u);
+  EXPECT_EQ(result.summary.kernel_annotation_blocks, 0u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 0u);
+}
+
+TEST(KernelAnnotations, RunsArePerLane) {
+  // Overlapping kernels with one name on two lanes make one run per lane.
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "20", "k1", R"("name": "fwd")"),
+      kernel(0, 8, "5", "20", "k2", R"("name": "fwd")"),
+  }));
+  ASSERT_EQ(result.lanes.size(), 2u);
+  EXPECT_EQ(result.summary.kernel_annotations_converted, 2u);
+  EXPECT_EQ(result.summary.kernel_annotation_blocks, 2u);
+  Output out(write_compacted(result));
+  std::vector<int64_t> tids;
+  for (auto e : out.named("fwd")) tids.push_back(Output::int_of(e, "tid"));
+  std::sort(tids.begin(), tids.end());
+  EXPECT_EQ(tids, (std::vector<int64_t>{result.lanes[0].annotation_tid, result.lanes[1].annotation_tid}));
+}
+
+TEST(KernelAnnotations, ANameWithEscapesIsCopiedAsValidJson) {
+  auto out = compact_output(trace_json({kernel(0, 7, "0", "10", "k1", R"("name": "a \"quoted\" name")")}));
+  auto spans = out.named("a \"quoted\" name");
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(Output::string_of(spans[0], "cat"), "gpu_user_annotation");
+}
+
+// --- lane metadata -------------------------------------------------------------------------
+
+namespace {
+
+struct Meta {
+  std::string name;
+  int64_t tid;
+  std::string label;  // thread_name's args.name
+  int64_t sort_index;  // thread_sort_index's args.sort_index
+};
+
+std::vector<Meta> thread_metadata(const Output& out) {
+  std::vector<Meta> metas;
+  for (auto e : out.events) {
+    if (Output::string_of(e, "ph") != "M") continue;
+    std::string name = Output::string_of(e, "name");
+    if (name != "thread_name" && name != "thread_sort_index") continue;
+    metas.push_back({name, Output::int_of(e, "tid"), Output::string_of(e["args"], "name"),
+                     Output::int_of(e["args"], "sort_index", -1)});
+  }
+  return metas;
+}
+
+}  // namespace
+
+TEST(LaneMetadata, EachLaneGetsANameAndASortIndexAndAnnotatedTracksSortDirectlyAbove) {
+  // Two compute lanes (1008, 1009) and one memcpy lane (1010); only Compute 2 and the
+  // memcpy lane have annotations (tracks 2011 and 2012; 2010 stays empty).
+  auto out = compact_output(trace_json({
+      kernel(0, 7, "0", "20"),
+      kernel(0, 8, "5", "20"),
+      slice_event("gpu_memcpy", "Memcpy HtoD", 0, 7, "50", "5"),
+      annotation(0, 8, "6", "1", "on_compute_2"),
+      annotation(0, 7, "51", "1", "on_memcpy"),
+  }));
+  EXPECT_EQ(Output::int_of(out.one("on_compute_2"), "tid"), 2011);
+  EXPECT_EQ(Output::int_of(out.one("on_memcpy"), "tid"), 2012);
+  std::vector<Meta> metas = thread_metadata(out);
+  std::vector<std::tuple<std::string, int64_t, std::string, int64_t>> got, want = {
+                                                                               {"thread_name", 1008, "Compute 1", -1},
+                                                                               {"thread_sort_index", 1008, "", 0},
+                                                                               {"thread_name", 2011, "Compute 2 annotations", -1},
+                                                                               {"thread_sort_index", 2011, "", 1},
+                                                                               {"thread_name", 1009, "Compute 2", -1},
+                                                                               {"thread_sort_index", 1009, "", 2},
+                                                                               {"thread_name", 2012, "GPU memcpy annotations", -1},
+                                                                               {"thread_sort_index", 2012, "", 3},
+                                                                               {"thread_name", 1010, "GPU memcpy", -1},
+                                                                               {"thread_sort_index", 1010, "", 4},
+                                                                           };
+  for (const auto& m : metas) got.emplace_back(m.name, m.tid, m.label, m.sort_index);
+  EXPECT_EQ(got, want);
+}
+
+TEST(LaneMetadata, AnAnnotationTrackWithoutAnnotationsGetsNoMetadata) {
+  auto result = compact_text(trace_json({kernel(0, 7, "0", "10")}));
+  Output out(write_compacted(result));
+  EXPECT_EQ(out.label(0, result.lanes[0].annotation_tid), "");
+  EXPECT_EQ(out.label(0, result.lanes[0].tid), "Compute");
+  EXPECT_EQ(out.named("thread_name").size(), 1u);
+  EXPECT_EQ(out.named("thread_sort_index").size(), 1u);
+}
+
+TEST(LaneMetadata, SortIndicesCountOverTheWholeTraceAcrossPids) {
+  auto out = compact_output(trace_json({kernel(1, 7, "0", "10"), kernel(0, 7, "0", "10")}));
+  std::vector<std::pair<int64_t, int64_t>> got;  // (pid, sort index)
+  for (auto e : out.named("thread_sort_index"))
+    got.push_back({Output::int_of(e, "pid"), Output::int_of(e["args"], "sort_index")});
+  EXPECT_EQ(got, (std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {1, 1}}));
+}
+
+TEST(LaneMetadata, OldStreamThreadMetadataIsDroppedAndOtherMetadataKept) {
+  const std::string cpu_name = metadata("thread_name", 0, 300, R"({"name": "python main"})");
+  const std::string process = metadata("process_name", 0, 0, R"({"name": "GPU 0"})");
+  auto out = compact_output(trace_json({
+      metadata("thread_name", 0, 7, R"({"name": "stream 7"})"),
+      metadata("thread_sort_index", 0, 7, R"({"sort_index": 7})"),
+      metadata("thread_name", 1, 7, R"({"name": "stream 7 of a CPU-only pid"})"),
+      cpu_name,
+      process,
+      kernel(0, 7, "0", "10"),
+  }));
+  EXPECT_EQ(out.label(0, 7), "");
+  EXPECT_EQ(out.label(1, 7), "stream 7 of a CPU-only pid");
+  EXPECT_EQ(out.label(0, 300), "python main");
+  EXPECT_TRUE(out.contains(cpu_name));
+  EXPECT_TRUE(out.contains(process));
+  for (auto e : out.named("thread_sort_index")) EXPECT_NE(Output::int_of(e["args"], "sort_index"), 7);
+}
+
+TEST(LaneMetadata, TheCompactionKeyDescribesTheAlgorithm) {
+  auto out = compact_output(trace_json({kernel(0, 7, "0", "10")}));
+  simdjson::dom::element key;
+  ASSERT_EQ(out.root["cuda_graph_stream_compaction"].get(key), simdjson::SUCCESS);
+  EXPECT_EQ(Output::string_of(key, "algorithm"), "semantic interval partitioning");
+  EXPECT_EQ(Output::string_of(key, "measurement_policy"), kMeasurementPolicy);
+  EXPECT_EQ(Output::string_of(key, "source").rfind("tracelane ", 0), 0u);
+}

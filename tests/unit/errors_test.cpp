@@ -1,0 +1,151 @@
+// What a trace must not be (SPEC 1, 2): errors name the file and the event.
+#include "test_support.hpp"
+#include "tracelane/gzip.hpp"
+
+using namespace tracelane;
+using namespace tracelane::testing;
+
+namespace {
+
+// The Error message from compacting `events` as test.json.
+std::string compact_error(const std::vector<std::string>& events) {
+  return error_message([&] { compact_text(trace_json(events)); });
+}
+
+std::string parse_error(const std::string& json) {
+  return error_message([&] { parse_trace(json, "test.json"); });
+}
+
+::testing::AssertionResult names(const std::string& message, const std::vector<std::string>& parts) {
+  for (const auto& part : parts)
+    if (message.find(part) == std::string::npos)
+      return ::testing::AssertionFailure() << "'" << message << "' lacks '" << part << "'";
+  return ::testing::AssertionSuccess();
+}
+
+const std::string cpu_op = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1, "dur": 1})";
+
+}  // namespace
+
+TEST(CompactErrors, AKernelWithoutArgsStreamNamesTheFileAndEvent) {
+  auto message = compact_error({cpu_op, R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {}})"});
+  EXPECT_TRUE(names(message, {"test.json", "event #1", "stream"}));
+}
+
+TEST(CompactErrors, AKernelWithoutArgsAtAllIsAnError) {
+  auto message = compact_error({R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1})"});
+  EXPECT_TRUE(names(message, {"test.json", "event #0"}));
+}
+
+TEST(CompactErrors, ATidThatDiffersFromArgsStreamIsAnError) {
+  auto message = compact_error({kernel(0, 7, "0", "1"), cpu_op,
+                                R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 8}})"});
+  EXPECT_TRUE(names(message, {"test.json", "event #2"}));
+}
+
+TEST(CompactErrors, ANegativeDurationIsAnError) {
+  auto message = compact_error({kernel(0, 7, "0", "1"), kernel(0, 7, "5", "-0.001")});
+  EXPECT_TRUE(names(message, {"test.json", "event #1", "dur"}));
+}
+
+TEST(CompactErrors, AMemcpyWithoutTsIsAnError) {
+  auto message = compact_error({R"({"ph": "X", "cat": "gpu_memcpy", "name": "m", "pid": 0, "tid": 7, "dur": 1, "args": {"stream": 7}})"});
+  EXPECT_TRUE(names(message, {"test.json", "event #0", "ts"}));
+}
+
+TEST(CompactErrors, AKernelWithoutTsIsAnError) {
+  auto message = compact_error({cpu_op, cpu_op, cpu_op,
+                                R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 1, "args": {"stream": 7}})"});
+  EXPECT_TRUE(names(message, {"test.json", "event #3", "ts"}));
+}
+
+TEST(CompactErrors, AKernelWithoutDurIsAnError) {
+  auto message = compact_error({R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "args": {"stream": 7}})"});
+  EXPECT_TRUE(names(message, {"test.json", "event #0", "dur"}));
+}
+
+TEST(CompactErrors, AKernelWithoutPidOrTidIsAnError) {
+  EXPECT_TRUE(names(compact_error({R"({"ph": "X", "cat": "kernel", "name": "k", "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 7}})"}),
+                    {"test.json", "event #0"}));
+  EXPECT_TRUE(names(compact_error({R"({"ph": "X", "cat": "gpu_memset", "name": "k", "pid": 0, "ts": 1, "dur": 1, "args": {"stream": 7}})"}),
+                    {"test.json", "event #0"}));
+}
+
+TEST(CompactErrors, ATraceWithoutMeasuredSlicesIsAnError) {
+  auto message = compact_error({cpu_op, annotation(0, 7, "0", "1", "lonely")});
+  EXPECT_TRUE(names(message, {"test.json", "no GPU kernel/memcpy/memset slices"}));
+}
+
+TEST(CompactErrors, AnEmptyTraceIsAnError) {
+  EXPECT_TRUE(names(compact_error({}), {"test.json", "no GPU kernel/memcpy/memset slices"}));
+}
+
+TEST(ParseErrors, ATopLevelThatIsNotAnObjectIsAnError) {
+  EXPECT_TRUE(names(parse_error(R"([{"traceEvents": []}])"), {"test.json"}));
+  EXPECT_TRUE(names(parse_error("42"), {"test.json"}));
+}
+
+TEST(ParseErrors, TraceEventsThatIsNotAListIsAnError) {
+  EXPECT_TRUE(names(parse_error(R"({"traceEvents": {"ph": "X"}})"), {"test.json", "traceEvents"}));
+}
+
+TEST(ParseErrors, AMissingTraceEventsIsAnError) {
+  EXPECT_TRUE(names(parse_error(R"({"schemaVersion": 1})"), {"test.json", "traceEvents"}));
+}
+
+TEST(ParseErrors, InvalidJsonIsAnError) {
+  EXPECT_TRUE(names(parse_error(R"({"traceEvents": [{"ph": "X", "pid": }]})"), {"test.json"}));
+  EXPECT_TRUE(names(parse_error(R"({"traceEvents": [{"ph": "X"})"), {"test.json"}));
+  EXPECT_TRUE(names(parse_error(""), {"test.json"}));
+}
+
+TEST(ParseErrors, TrailingGarbageAfterTheDocumentIsAnError) {
+  EXPECT_TRUE(names(parse_error(trace_json({kernel(0, 7, "0", "1")}) + " xyz"), {"test.json"}));
+}
+
+TEST(ParseErrors, AnEventThatIsNotAnObjectIsAnError) {
+  EXPECT_TRUE(names(parse_error(R"({"traceEvents": [{"ph": "i"}, 5]})"), {"test.json", "event #1"}));
+}
+
+TEST(ParseErrors, AValidTraceParses) {
+  Trace trace = parse_trace(trace_json({kernel(0, 7, "1.5", "2"), cpu_op}), "test.json");
+  ASSERT_EQ(trace.events.size(), 2u);
+  EXPECT_EQ(trace.source, "test.json");
+  EXPECT_EQ(trace.max_int_tid, 7);
+  EXPECT_EQ(trace.events[0].ts.ns, 1500);
+  EXPECT_EQ(trace.events[0].dur.ns, 2000);
+  EXPECT_EQ(trace.events[0].stream.value, 7);
+  EXPECT_EQ(trace.events[1].cat, "cpu_op");
+}
+
+TEST(Gzip, CompressedTracesRoundTrip) {
+  std::string json = trace_json({kernel(0, 7, "1.5", "2")});
+  std::string packed = gzip_compress(json, 6);
+  EXPECT_TRUE(is_gzip(packed));
+  EXPECT_FALSE(is_gzip(json));
+  EXPECT_EQ(gunzip(packed, "test.json.gz"), json);
+}
+
+TEST(Gzip, ConcatenatedMembersAreAllRead) {
+  std::string packed = gzip_compress("{\"a\": ", 1) + gzip_compress("1}", 9);
+  EXPECT_EQ(gunzip(packed, "test.json.gz"), "{\"a\": 1}");
+}
+
+TEST(Gzip, ATruncatedStreamIsAnErrorNamingTheFile) {
+  std::string json = trace_json({kernel(0, 7, "1.5", "2"), kernel(0, 8, "1.5", "2"), cpu_op});
+  std::string packed = gzip_compress(json, 6);
+  for (size_t keep : {packed.size() / 2, packed.size() - 1, size_t(12)}) {
+    std::string cut = packed.substr(0, keep);
+    auto message = error_message([&] { gunzip(cut, "test.json.gz"); });
+    EXPECT_TRUE(names(message, {"test.json.gz"})) << "kept " << keep << " bytes";
+  }
+}
+
+TEST(Gzip, TrailingGarbageAfterAMemberIsAnError) {
+  std::string packed = gzip_compress(trace_json({kernel(0, 7, "1", "2")}), 6) + "garbage";
+  EXPECT_TRUE(names(error_message([&] { gunzip(packed, "test.json.gz"); }), {"test.json.gz", "trailing"}));
+}
+
+TEST(Gzip, BytesThatAreNotGzipAreAnError) {
+  EXPECT_TRUE(names(error_message([] { gunzip("{\"traceEvents\": []}", "test.json.gz"); }), {"test.json.gz"}));
+}

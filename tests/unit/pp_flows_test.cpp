@@ -1,0 +1,457 @@
+// Pipeline-parallel arrows (SPEC 7): action names, blocks, nearest-midpoint pairing and
+// the flow events.
+#include "test_support.hpp"
+
+using namespace tracelane;
+using namespace tracelane::testing;
+
+namespace {
+
+// Main compute annotation track 100, unshard tracks 200 and 201, on pid 1.
+PidTracks tracks(int64_t pid = 1, int pp_rank = 0) {
+  PidTracks t;
+  t.pid = pid;
+  t.pp_rank = pp_rank;
+  t.main_compute_track = 100;
+  t.unshard_tracks = {200, 201};
+  return t;
+}
+
+AnnotationSpan span(int64_t pid, int64_t tid, Ns start, Ns end, std::string_view name) {
+  return AnnotationSpan{pid, tid, start, end, name};
+}
+
+const PpFlow* flow_named(const PpResult& result, std::string_view name) {
+  for (const auto& f : result.flows)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+// --- names ----------------------------------------------------------------------------
+
+TEST(ParsePpAction, ReadsStageOpAndMicrobatch) {
+  auto a = parse_pp_action("PP:0F0");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->stage, 0);
+  EXPECT_EQ(a->op, "F");
+  EXPECT_EQ(a->microbatch, 0);
+
+  auto b = parse_pp_action("PP:12B34");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->stage, 12);
+  EXPECT_EQ(b->op, "B");
+  EXPECT_EQ(b->microbatch, 34);
+}
+
+TEST(ParsePpAction, ReadsLeadingZerosAsIntegers) {
+  auto a = parse_pp_action("PP:00F01");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->stage, 0);
+  EXPECT_EQ(a->op, "F");
+  EXPECT_EQ(a->microbatch, 1);
+}
+
+TEST(ParsePpAction, ReadsSendAndRecvOps) {
+  for (const char* op : {"SEND_F", "RECV_F", "SEND_B", "RECV_B"}) {
+    auto a = parse_pp_action(std::string("PP:3") + op + "7");
+    ASSERT_TRUE(a) << op;
+    EXPECT_EQ(a->stage, 3);
+    EXPECT_EQ(a->op, op);
+    EXPECT_EQ(a->microbatch, 7);
+  }
+}
+
+TEST(ParsePpAction, ReadsUnshardWithoutMicrobatch) {
+  auto a = parse_pp_action("PP:1UNSHARD");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->stage, 1);
+  EXPECT_EQ(a->op, "UNSHARD");
+  EXPECT_FALSE(a->microbatch.has_value());
+}
+
+TEST(ParsePpAction, RequiresAFullMatch) {
+  for (const char* bad : {"PP:F0", "PP:0F", "PP:0X0", "xPP:0F0", "PP:0F0 ", " PP:0F0", "pp:0F0", "PP:0SEND0", "PP:",
+                          "PP:0RECV_F", "PP:-1F0", "PP:0F0x", "ProfilerStep#3", ""})
+    EXPECT_FALSE(parse_pp_action(bad).has_value()) << "'" << bad << "'";
+}
+
+// --- blocks and rank-local arrows -----------------------------------------------------
+
+TEST(PpLocalFlows, RecvComputeAndSendChainIntoTwoArrows) {
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0RECV_F0"), span(1, 100, 10, 50, "PP:0F0"),
+                                       span(1, 100, 60, 70, "PP:0SEND_F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 2u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 0u);
+  ASSERT_EQ(result.flows.size(), 2u);
+  const PpFlow* in = flow_named(result, "0RECV_F0 -> 0F0");
+  const PpFlow* out = flow_named(result, "0F0 -> 0SEND_F0");
+  ASSERT_TRUE(in && out);
+  EXPECT_EQ(in->cat, "pp_compute_dependency");
+  EXPECT_EQ(in->source_ts, 0);
+  EXPECT_EQ(in->destination_ts, 10);
+  EXPECT_EQ(in->source_tid, 100);
+  EXPECT_EQ(in->destination_tid, 100);
+  EXPECT_EQ(in->source_operation, "RECV_F");
+  EXPECT_EQ(in->destination_operation, "F");
+  EXPECT_EQ(in->microbatch, 0);
+  EXPECT_EQ(out->source_ts, 10);
+  EXPECT_EQ(out->destination_ts, 60);
+  EXPECT_EQ(result.counts.send_recv_pairs + result.counts.send_recv_unmatched, 0u);
+}
+
+TEST(PpLocalFlows, ComputeBlocksOnlyCountOnTheMainComputeTrack) {
+  // The F span sits on another compute lane's track (101): no F block, so RECV_F -> F is
+  // skipped without unmatched counts.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0RECV_F0"), span(1, 101, 10, 50, "PP:0F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 0u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 0u);
+  EXPECT_TRUE(result.flows.empty());
+}
+
+TEST(PpLocalFlows, AComputeChainAcrossTracksSpansOnlyItsMainTrackMembers) {
+  // F0 on the main track [10,20] chains with F0 on track 101 [15,40]; the block is
+  // [10,20], so a RECV_F starting at 25 would end its arrow after the block: dropped.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 10, 20, "PP:0F0"), span(1, 101, 15, 40, "PP:0F0"),
+                                       span(1, 100, 25, 30, "PP:0RECV_F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 0u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 2u);
+  EXPECT_TRUE(result.flows.empty());
+}
+
+TEST(PpLocalFlows, AChainBridgedByAnotherTrackIsOneBlock) {
+  // Main-track spans [0,10] and [20,30] are joined through [5,25] on track 101: one F
+  // block [0,30], so two SEND_F0 copies leave one unmatched.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0F0"), span(1, 101, 5, 25, "PP:0F0"),
+                                       span(1, 100, 20, 30, "PP:0F0"), span(1, 100, 31, 32, "PP:0SEND_F0"),
+                                       span(1, 100, 40, 41, "PP:0SEND_F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 1u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 1u);
+  ASSERT_EQ(result.flows.size(), 1u);
+  EXPECT_EQ(result.flows[0].source_ts, 0);
+  EXPECT_EQ(result.flows[0].destination_ts, 31);
+}
+
+TEST(PpLocalFlows, AnArrowEndingAfterItsDestinationIsDroppedAndCountsTwo) {
+  // RECV_F [25,30] -> F [10,20]: the end max(25,10) lies after 20.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 10, 20, "PP:0F0"), span(1, 100, 25, 30, "PP:0RECV_F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 0u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 2u);
+  EXPECT_TRUE(result.flows.empty());
+}
+
+TEST(PpLocalFlows, RepeatedBlocksPairByNearestMidpoint) {
+  // RECV a [0,10] and b [100,110]; one F [105,120]: b is nearer, a stays unmatched.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0RECV_F0"), span(1, 100, 100, 110, "PP:0RECV_F0"),
+                                       span(1, 100, 105, 120, "PP:0F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 1u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 1u);
+  ASSERT_EQ(result.flows.size(), 1u);
+  EXPECT_EQ(result.flows[0].source_ts, 100);
+  EXPECT_EQ(result.flows[0].destination_ts, 105);
+}
+
+TEST(PpLocalFlows, EqualMidpointDistancesGoToTheEarlierSource) {
+  // RECV a [0,10] (sum 10), b [40,50] (sum 90), F c [20,30] (sum 50): both 40 away.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 40, 50, "PP:0RECV_F0"), span(1, 100, 0, 10, "PP:0RECV_F0"),
+                                       span(1, 100, 20, 30, "PP:0F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  ASSERT_EQ(result.flows.size(), 1u);
+  EXPECT_EQ(result.flows[0].source_ts, 0);
+  EXPECT_EQ(result.flows[0].destination_ts, 20);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 1u);
+}
+
+TEST(PpLocalFlows, PairingIsGreedyOverAllPairsNotInSourceOrder) {
+  // Sources a [0,10] (sum 10), b [20,30] (sum 50); destinations c [25,35] (sum 60),
+  // d [200,210]. In source order a would take c; by distance b-c (10) comes first, so a
+  // gets d.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0F0"), span(1, 100, 20, 30, "PP:0F0"),
+                                       span(1, 100, 25, 35, "PP:0SEND_F0"), span(1, 100, 200, 210, "PP:0SEND_F0")};
+  // F blocks [0,10] and [20,30] do not touch, so they are two blocks.
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 2u);
+  ASSERT_EQ(result.flows.size(), 2u);
+  std::vector<std::pair<Ns, Ns>> ends;
+  for (const auto& f : result.flows) ends.push_back({f.source_ts, f.destination_ts});
+  std::sort(ends.begin(), ends.end());
+  EXPECT_EQ(ends, (std::vector<std::pair<Ns, Ns>>{{0, 200}, {20, 25}}));
+}
+
+TEST(PpLocalFlows, SendAndRecvAreBlocksOnAnyTrack) {
+  std::vector<AnnotationSpan> spans = {span(1, 555, 0, 10, "PP:0RECV_B2"), span(1, 100, 10, 50, "PP:0B2"),
+                                       span(1, 556, 60, 70, "PP:0SEND_B2")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 2u);
+  const PpFlow* in = flow_named(result, "0RECV_B2 -> 0B2");
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->source_tid, 555);
+  EXPECT_EQ(in->destination_tid, 100);
+  EXPECT_EQ(in->microbatch, 2);
+}
+
+TEST(PpLocalFlows, DifferentMicrobatchesAndStagesDoNotPair) {
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0RECV_F1"), span(1, 100, 10, 50, "PP:0F0"),
+                                       span(1, 100, 60, 70, "PP:1SEND_F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 0u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 0u);
+}
+
+TEST(PpLocalFlows, SendAndRecvDoNotPairWithinOneTrace) {
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0SEND_F0"), span(1, 100, 20, 30, "PP:1RECV_F0")};
+  auto result = build_pp_flows(spans, {tracks(1), tracks(1)}, false);
+  EXPECT_TRUE(result.flows.empty());
+  EXPECT_EQ(result.counts.send_recv_pairs, 0u);
+  EXPECT_EQ(result.counts.send_recv_unmatched, 0u);
+}
+
+// --- unshard --------------------------------------------------------------------------
+
+TEST(PpUnshardFlows, UnshardPointsAtTheFirstComputeBlockStartingAtOrAfterIt) {
+  std::vector<AnnotationSpan> spans = {span(1, 200, 5, 10, "PP:0UNSHARD"), span(1, 100, 2, 4, "PP:0F0"),
+                                       span(1, 100, 80, 90, "PP:0B3"), span(1, 100, 50, 60, "PP:0F1"),
+                                       span(1, 100, 50, 70, "PP:0F2")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.unshard_compute_pairs, 1u);
+  EXPECT_EQ(result.counts.unshard_compute_unmatched, 0u);
+  const PpFlow* f = flow_named(result, "0UNSHARD -> 0F1");
+  ASSERT_TRUE(f) << "flows: " << result.flows.size();
+  EXPECT_EQ(f->cat, "pp_unshard_dependency");
+  EXPECT_EQ(f->source_ts, 5);
+  EXPECT_EQ(f->source_tid, 200);
+  EXPECT_EQ(f->destination_ts, 50);
+  EXPECT_EQ(f->destination_tid, 100);
+  EXPECT_EQ(f->microbatch, 1) << "the destination's microbatch when the source has none";
+  EXPECT_EQ(f->source_operation, "UNSHARD");
+}
+
+TEST(PpUnshardFlows, OnlyTheFirstTwoAllGatherTracksHoldUnshardBlocks) {
+  std::vector<AnnotationSpan> spans = {span(1, 200, 5, 10, "PP:0UNSHARD"), span(1, 201, 6, 10, "PP:0UNSHARD"),
+                                       span(1, 202, 7, 10, "PP:0UNSHARD"), span(1, 100, 1, 3, "PP:0UNSHARD"),
+                                       span(1, 100, 50, 60, "PP:0F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.unshard_compute_pairs, 2u);
+  EXPECT_EQ(result.counts.unshard_compute_unmatched, 0u);
+}
+
+TEST(PpUnshardFlows, AnUnshardWithNoLaterComputeCountsOneUnmatched) {
+  std::vector<AnnotationSpan> spans = {span(1, 200, 70, 80, "PP:0UNSHARD"), span(1, 100, 50, 60, "PP:0F0"),
+                                       span(1, 201, 0, 1, "PP:1UNSHARD")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.unshard_compute_pairs, 0u);
+  EXPECT_EQ(result.counts.unshard_compute_unmatched, 2u);
+  EXPECT_TRUE(result.flows.empty());
+}
+
+TEST(PpUnshardFlows, AnUnshardArrowThatCannotEndInsideItsDestinationCountsOne) {
+  // A malformed F span with negative duration [50,45]: the arrow would end at 50, after
+  // the block's end, so it is dropped and counts one (not two) unmatched.
+  std::vector<AnnotationSpan> spans = {span(1, 200, 5, 10, "PP:0UNSHARD"), span(1, 100, 50, 45, "PP:0F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_EQ(result.counts.unshard_compute_pairs, 0u);
+  EXPECT_EQ(result.counts.unshard_compute_unmatched, 1u);
+  EXPECT_TRUE(result.flows.empty());
+}
+
+// --- cross-rank arrows (merge only) -----------------------------------------------------
+
+TEST(PpSendRecvFlows, SendFOfStageSGoesToRecvFOfStageSPlusOneAcrossPids) {
+  std::vector<AnnotationSpan> spans = {span(1, 100, 100, 110, "PP:0SEND_F3"), span(2, 100, 150, 200, "PP:1RECV_F3"),
+                                       span(2, 100, 300, 310, "PP:1SEND_B3"), span(1, 100, 350, 360, "PP:0RECV_B3")};
+  auto result = build_pp_flows(spans, {tracks(1, 0), tracks(2, 1)}, true);
+  EXPECT_EQ(result.counts.send_recv_pairs, 2u);
+  EXPECT_EQ(result.counts.send_recv_unmatched, 0u);
+  const PpFlow* f = flow_named(result, "0SEND_F3 -> 1RECV_F3");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->cat, "pp_send_recv");
+  EXPECT_EQ(f->source_pid, 1);
+  EXPECT_EQ(f->destination_pid, 2);
+  EXPECT_EQ(f->source_ts, 100);
+  EXPECT_EQ(f->destination_ts, 150);
+  EXPECT_EQ(f->source_pp_rank, 0);
+  EXPECT_EQ(f->destination_pp_rank, 1);
+  EXPECT_EQ(f->source_stage, 0);
+  EXPECT_EQ(f->destination_stage, 1);
+  EXPECT_EQ(f->microbatch, 3);
+  EXPECT_TRUE(flow_named(result, "1SEND_B3 -> 0RECV_B3"));
+}
+
+TEST(PpSendRecvFlows, AnEndAtTheSendStartMovesOneNanosecondLater) {
+  std::vector<AnnotationSpan> spans = {span(1, 100, 100, 110, "PP:0SEND_F0"), span(2, 100, 50, 200, "PP:1RECV_F0")};
+  auto result = build_pp_flows(spans, {tracks(1, 0), tracks(2, 1)}, true);
+  ASSERT_EQ(result.flows.size(), 1u);
+  EXPECT_EQ(result.flows[0].source_ts, 100);
+  EXPECT_EQ(result.flows[0].destination_ts, 101);
+}
+
+TEST(PpSendRecvFlows, TheOneNanosecondNudgePastTheRecvEndDropsTheArrow) {
+  // RECV [50,100]: the end would be 100 = S.start, moved to 101, after the RECV ends.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 100, 110, "PP:0SEND_F0"), span(2, 100, 50, 100, "PP:1RECV_F0")};
+  auto result = build_pp_flows(spans, {tracks(1, 0), tracks(2, 1)}, true);
+  EXPECT_TRUE(result.flows.empty());
+  EXPECT_EQ(result.counts.send_recv_pairs, 0u);
+  EXPECT_EQ(result.counts.send_recv_unmatched, 2u);
+}
+
+TEST(PpSendRecvFlows, UnpairedBlocksAndRecvsNobodySendsToCountAsUnmatched) {
+  // Two SEND_F0 for one RECV_F0 (1 unmatched) and a RECV_F7 with no SEND_F7 (1 more).
+  std::vector<AnnotationSpan> spans = {span(1, 100, 0, 10, "PP:0SEND_F0"), span(1, 100, 500, 510, "PP:0SEND_F0"),
+                                       span(2, 100, 20, 30, "PP:1RECV_F0"), span(2, 100, 40, 50, "PP:1RECV_F7")};
+  auto result = build_pp_flows(spans, {tracks(1, 0), tracks(2, 1)}, true);
+  EXPECT_EQ(result.counts.send_recv_pairs, 1u);
+  EXPECT_EQ(result.counts.send_recv_unmatched, 2u);
+  ASSERT_EQ(result.flows.size(), 1u);
+  EXPECT_EQ(result.flows[0].source_ts, 0);
+}
+
+TEST(PpSendRecvFlows, FlowIdsStartAt1e12AndAdvancePerPairConsideredEvenWhenDropped) {
+  // The send->recv pair is considered first and dropped (id 1e12); the rank-local pair
+  // gets 1e12 + 1.
+  std::vector<AnnotationSpan> spans = {span(1, 100, 100, 110, "PP:0SEND_F0"), span(2, 100, 50, 100, "PP:1RECV_F0"),
+                                       span(2, 100, 120, 130, "PP:1F0")};
+  auto result = build_pp_flows(spans, {tracks(1, 0), tracks(2, 1)}, true);
+  EXPECT_EQ(result.counts.send_recv_unmatched, 2u);
+  ASSERT_EQ(result.flows.size(), 1u);
+  EXPECT_EQ(result.flows[0].name, "1RECV_F0 -> 1F0");
+  EXPECT_EQ(result.flows[0].id, 1000000000001);
+}
+
+// --- in a compacted trace --------------------------------------------------------------
+
+namespace {
+
+// A GPU with one compute lane (kernel on stream 7) whose annotation track is the main
+// compute track.
+std::string annotated_trace(const std::vector<std::string>& annotations, const std::string& extra_top = "") {
+  std::vector<std::string> events = {kernel(0, 7, "0", "1000", "gemm")};
+  events.insert(events.end(), annotations.begin(), annotations.end());
+  return trace_json(events, extra_top);
+}
+
+}  // namespace
+
+TEST(PpInCompaction, AnnotationsOnTheGpuStreamBecomeRankLocalArrows) {
+  auto result = compact_text(annotated_trace({annotation(0, 7, "0", "10", "PP:0RECV_F0"),
+                                              annotation(0, 7, "10", "40", "PP:0F0"),
+                                              annotation(0, 7, "60", "10", "PP:0SEND_F0")}));
+  ASSERT_TRUE(result.summary.has_pp);
+  EXPECT_EQ(result.summary.pp_rank, 0);
+  EXPECT_EQ(result.summary.pp.compute_dependency_pairs, 2u);
+  EXPECT_EQ(result.summary.pp.compute_dependency_unmatched, 0u);
+  Output out(write_compacted(result));
+  int64_t track = result.lanes[0].annotation_tid;
+  auto starts = out.with_ph("s", "pp_compute_dependency");
+  auto ends = out.with_ph("f", "pp_compute_dependency");
+  ASSERT_EQ(starts.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  bool found = false;
+  for (auto s : starts) {
+    if (Output::string_of(s, "name") != "0RECV_F0 -> 0F0") continue;
+    found = true;
+    EXPECT_EQ(Output::int_of(s, "pid"), 0);
+    EXPECT_EQ(Output::int_of(s, "tid"), track);
+    EXPECT_EQ(Output::number_of(s, "ts"), 0);
+    EXPECT_EQ(Output::string_of(s, "bp"), "e");
+    simdjson::dom::element args = s["args"];
+    EXPECT_EQ(Output::int_of(args, "source_pp_rank"), 0);
+    EXPECT_EQ(Output::int_of(args, "destination_pp_rank"), 0);
+    EXPECT_EQ(Output::int_of(args, "source_stage"), 0);
+    EXPECT_EQ(Output::int_of(args, "destination_stage"), 0);
+    EXPECT_EQ(Output::string_of(args, "source_operation"), "RECV_F");
+    EXPECT_EQ(Output::string_of(args, "destination_operation"), "F");
+    EXPECT_EQ(Output::int_of(args, "microbatch"), 0);
+    int64_t id = Output::int_of(s, "id");
+    bool paired = false;
+    for (auto f : ends)
+      if (Output::int_of(f, "id") == id) {
+        paired = true;
+        EXPECT_EQ(Output::number_of(f, "ts"), 10);
+        EXPECT_EQ(Output::int_of(f, "tid"), track);
+        EXPECT_EQ(Output::string_of(f, "bp"), "e");
+      }
+    EXPECT_TRUE(paired);
+  }
+  EXPECT_TRUE(found);
+  simdjson::dom::element local;
+  ASSERT_EQ(out.root["cuda_graph_pp_local_flows"].get(local), simdjson::SUCCESS);
+  EXPECT_EQ(Output::int_of(local, "pp_rank"), 0);
+  EXPECT_EQ(Output::int_of(local, "pp_compute_dependency_pairs"), 2);
+  EXPECT_EQ(Output::int_of(local, "pp_compute_dependency_unmatched"), 0);
+  EXPECT_EQ(Output::int_of(local, "pp_unshard_compute_pairs"), 0);
+  EXPECT_EQ(Output::int_of(local, "pp_unshard_compute_unmatched"), 0);
+}
+
+TEST(PpInCompaction, ComputeAnnotationsOnASecondComputeLaneMakeNoBlocks) {
+  // Streams 7 and 8 overlap: Compute 1 and Compute 2. The F annotation is on stream 8,
+  // so it lands on Compute 2's track, which is not the main compute track.
+  auto arrows = [](int f_stream) {
+    auto result = compact_text(trace_json({kernel(0, 7, "0", "100"), kernel(0, 8, "10", "80"),
+                                           annotation(0, 7, "0", "5", "PP:0RECV_F0"),
+                                           annotation(0, f_stream, "20", "10", "PP:0F0")}));
+    return result.summary.pp.compute_dependency_pairs;
+  };
+  EXPECT_EQ(arrows(7), 1u);
+  EXPECT_EQ(arrows(8), 0u);
+}
+
+TEST(PpInCompaction, UnshardBlocksComeOnlyFromTheFirstTwoAllGatherLanes) {
+  // Three overlapping all-gather streams make three all-gather lanes; an UNSHARD on the
+  // third lane's track makes no block.
+  auto pairs = [](int unshard_stream) {
+    auto result = compact_text(trace_json({
+        kernel(0, 7, "0", "200", "gemm"),
+        kernel(0, 20, "0", "100", "ncclDevKernel_AllGather"),
+        kernel(0, 21, "1", "100", "ncclDevKernel_AllGather"),
+        kernel(0, 22, "2", "100", "ncclDevKernel_AllGather"),
+        annotation(0, unshard_stream, "5", "5", "PP:0UNSHARD"),
+        annotation(0, 7, "50", "10", "PP:0F0"),
+    }));
+    return std::pair{result.summary.pp.unshard_compute_pairs, result.summary.pp.unshard_compute_unmatched};
+  };
+  EXPECT_EQ(pairs(20), (std::pair<size_t, size_t>{1, 0}));
+  EXPECT_EQ(pairs(21), (std::pair<size_t, size_t>{1, 0}));
+  EXPECT_EQ(pairs(22), (std::pair<size_t, size_t>{0, 0}));
+}
+
+TEST(PpInCompaction, PpRankComesFromTheTracesOwnPgConfig) {
+  const std::string info =
+      R"("distributedInfo": {"backend": "nccl", "rank": 4, "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [0, 1, 2, 3, 4, 5, 6, 7]}, {"pg_name": "3", "pg_desc": "mesh_pp", "ranks": [0, 4]}]})";
+  auto result = compact_text(annotated_trace({annotation(0, 7, "10", "40", "PP:1F0"),
+                                              annotation(0, 7, "60", "10", "PP:1SEND_F0")},
+                                             info));
+  EXPECT_EQ(result.summary.pp_rank, 1);
+  EXPECT_EQ(result.summary.pp.compute_dependency_pairs, 1u);
+  Output out(write_compacted(result));
+  EXPECT_EQ(Output::int_of(out.root["cuda_graph_pp_local_flows"], "pp_rank"), 1);
+  auto starts = out.with_ph("s", "pp_compute_dependency");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(Output::int_of(starts[0]["args"], "source_pp_rank"), 1);
+}
+
+TEST(PpInCompaction, WithoutPpFlowsTheTraceGetsNoArrowsAndNoLocalFlowsKey) {
+  auto result = compact_text(annotated_trace({annotation(0, 7, "10", "40", "PP:0F0"),
+                                              annotation(0, 7, "60", "10", "PP:0SEND_F0")}),
+                             {.pp_flows = false});
+  EXPECT_FALSE(result.summary.has_pp);
+  Output out(write_compacted(result));
+  EXPECT_TRUE(out.with_ph("s", "pp_compute_dependency").empty());
+  simdjson::dom::element local;
+  EXPECT_NE(out.root["cuda_graph_pp_local_flows"].get(local), simdjson::SUCCESS);
+}
+
+TEST(PpInCompaction, ATraceWithoutPpAnnotationsHasZeroCounts) {
+  auto result = compact_text(annotated_trace({annotation(0, 7, "10", "40", "forward")}));
+  EXPECT_TRUE(result.summary.has_pp);
+  EXPECT_EQ(result.summary.pp.compute_dependency_pairs, 0u);
+  EXPECT_EQ(result.summary.pp.compute_dependency_unmatched, 0u);
+  EXPECT_EQ(result.summary.pp.unshard_compute_pairs, 0u);
+  EXPECT_EQ(result.summary.pp.unshard_compute_unmatched, 0u);
+}
