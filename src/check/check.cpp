@@ -1,0 +1,778 @@
+// The independent verifier (see check.hpp for what it checks and why).
+//
+// Reading. simdjson's DOM parses and validates each document; a DOM number is a double or
+// a 64-bit integer, which cannot hold a Kineto timestamp such as 1683564902133354.123 to
+// the nanosecond. So every number is taken from its own text instead: the DOM walk visits
+// values in document order, and a small scanner over the same bytes (skipping strings)
+// yields the number tokens in that same order. Each event becomes a *canonical text*
+// (object keys sorted, numbers as normalised exact decimals, strings re-escaped one way),
+// which is what "same" and "unchanged" compare; ts and dur also become exact integers in
+// units of 1e-9 microseconds.
+//
+// Checking. Multisets keyed by canonical text (slices by identity without tid and
+// args.stream; flows without tid; other events whole), an exact sweep per track for
+// overlaps, and a sorted-starts / prefix-maximum-end index for "this ts lies in some X
+// event of its track". Nothing here calls the compactor's code.
+#include "check.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+namespace tracelane::check {
+
+const char* kind_name(ViolationKind kind) {
+  switch (kind) {
+    case ViolationKind::missing_slice: return "missing_slice";
+    case ViolationKind::extra_slice: return "extra_slice";
+    case ViolationKind::lane_overlap: return "lane_overlap";
+    case ViolationKind::lane_partial_overlap: return "lane_partial_overlap";
+    case ViolationKind::annotation_partial_overlap: return "annotation_partial_overlap";
+    case ViolationKind::unbound_flow: return "unbound_flow";
+    case ViolationKind::missing_flow: return "missing_flow";
+    case ViolationKind::missing_event: return "missing_event";
+    case ViolationKind::changed_top_level: return "changed_top_level";
+  }
+  return "?";
+}
+
+uint64_t CheckReport::violation_count() const {
+  uint64_t total = 0;
+  for (uint64_t n : by_kind) total += n;
+  return total;
+}
+
+namespace {
+
+namespace dom = simdjson::dom;
+using Units = __int128;  // 1e-9 microseconds
+constexpr int64_t kUnitDecimals = 9;
+constexpr int64_t kUnitsPerMicrosecond = 1'000'000'000;
+
+// ---- Exact decimals ---------------------------------------------------------------------
+
+// value = (negative ? -1 : 1) * digits * 10^exponent; digits has no leading or trailing
+// zeros and is empty for zero, so each value has exactly one Decimal.
+struct Decimal {
+  bool negative = false;
+  std::string digits;
+  int64_t exponent = 0;
+};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool parse_decimal(std::string_view text, Decimal& out) {
+  out = {};
+  size_t i = 0, n = text.size();
+  if (i < n && text[i] == '-') {
+    out.negative = true;
+    ++i;
+  }
+  size_t start = i;
+  while (i < n && is_digit(text[i])) ++i;
+  if (i == start) return false;
+  std::string digits(text.substr(start, i - start));
+  int64_t exponent = 0;
+  if (i < n && text[i] == '.') {
+    size_t fraction = ++i;
+    while (i < n && is_digit(text[i])) ++i;
+    if (i == fraction) return false;
+    digits.append(text.substr(fraction, i - fraction));
+    exponent -= int64_t(i - fraction);
+  }
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool negative = false;
+    if (i < n && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
+    size_t first = i;
+    int64_t value = 0;
+    for (; i < n && is_digit(text[i]); ++i)
+      if (value < 1'000'000'000'000) value = value * 10 + (text[i] - '0');
+    if (i == first) return false;
+    exponent += negative ? -value : value;
+  }
+  if (i != n) return false;
+  size_t lead = digits.find_first_not_of('0');
+  if (lead == std::string::npos) {
+    out.negative = false;
+    return true;
+  }
+  size_t last = digits.find_last_not_of('0');
+  exponent += int64_t(digits.size() - 1 - last);
+  out.digits = digits.substr(lead, last + 1 - lead);
+  out.exponent = exponent;
+  return true;
+}
+
+// One text per value: plain decimal notation within a sane range, else digits "e" exponent.
+std::string decimal_text(const Decimal& d) {
+  if (d.digits.empty()) return "0";
+  std::string s = d.negative ? "-" : "";
+  int64_t n = int64_t(d.digits.size()), e = d.exponent;
+  if (e >= 0 && n + e <= 40) {
+    s += d.digits;
+    s.append(size_t(e), '0');
+  } else if (e < 0 && n + e > 0) {
+    s += d.digits.substr(0, size_t(n + e));
+    s += '.';
+    s += d.digits.substr(size_t(n + e));
+  } else if (e < 0 && -(n + e) <= 20) {
+    s += "0.";
+    s.append(size_t(-(n + e)), '0');
+    s += d.digits;
+  } else {
+    s += d.digits;
+    s += 'e';
+    s += std::to_string(e);
+  }
+  return s;
+}
+
+// Exact units of 1e-9 us; values with more decimals are rounded (half up) and counted.
+std::optional<Units> to_units(const Decimal& d, uint64_t& inexact) {
+  if (d.digits.empty()) return Units(0);
+  int64_t shift = d.exponent + kUnitDecimals;
+  std::string_view digits = d.digits;
+  bool round_up = false;
+  if (shift < 0) {
+    ++inexact;
+    int64_t kept = int64_t(digits.size()) + shift;
+    if (kept < 0) return Units(0);
+    round_up = digits[size_t(kept)] >= '5';
+    digits = digits.substr(0, size_t(kept));
+    shift = 0;
+  }
+  if (int64_t(digits.size()) + shift > 36) return std::nullopt;  // beyond __int128
+  Units v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  for (int64_t k = 0; k < shift; ++k) v *= 10;
+  if (round_up) ++v;
+  return d.negative ? -v : v;
+}
+
+std::string units_text(Units v) {
+  std::string s;
+  bool negative = v < 0;
+  if (negative) v = -v;
+  Units whole = v / kUnitsPerMicrosecond;
+  int64_t fraction = int64_t(v % kUnitsPerMicrosecond);
+  do {
+    s.insert(s.begin(), char('0' + int(whole % 10)));
+    whole /= 10;
+  } while (whole > 0);
+  if (fraction) {
+    std::string f = std::to_string(fraction);
+    f.insert(0, size_t(kUnitDecimals) - f.size(), '0');
+    f.erase(f.find_last_not_of('0') + 1);
+    s += '.' + f;
+  }
+  return negative ? "-" + s : s;
+}
+
+// ---- Canonical text -----------------------------------------------------------------------
+
+// The number tokens of a document in order. The DOM has validated the document, so skipping
+// strings is enough: true, false, null and structure contain no digit or '-'.
+class NumberTexts {
+ public:
+  explicit NumberTexts(std::string_view json) : json_(json) {}
+  std::string_view next() {
+    size_t n = json_.size();
+    while (at_ < n) {
+      char c = json_[at_];
+      if (c == '"') {
+        for (++at_; at_ < n && json_[at_] != '"'; ++at_)
+          if (json_[at_] == '\\') ++at_;
+        ++at_;
+      } else if (c == '-' || is_digit(c)) {
+        size_t start = at_;
+        while (at_ < n && (is_digit(json_[at_]) || json_[at_] == '-' || json_[at_] == '+' || json_[at_] == '.' ||
+                           json_[at_] == 'e' || json_[at_] == 'E'))
+          ++at_;
+        return json_.substr(start, at_ - start);
+      } else {
+        ++at_;
+      }
+    }
+    return {};
+  }
+
+ private:
+  std::string_view json_;
+  size_t at_ = 0;
+};
+
+void append_string(std::string_view s, std::string& out) {
+  static const char* hex = "0123456789abcdef";
+  out += '"';
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  out += '"';
+}
+
+using Fields = std::vector<std::pair<std::string_view, std::string>>;  // key, canonical value
+
+void sort_fields(Fields& fields) {
+  std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+std::string join_fields(const Fields& fields, std::string_view skip = {}) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : fields) {
+    if (!skip.empty() && key == skip) continue;
+    if (!first) out += ',';
+    first = false;
+    append_string(key, out);
+    out += ':';
+    out += value;
+  }
+  out += '}';
+  return out;
+}
+
+class Canonicalizer {
+ public:
+  Canonicalizer(std::string_view json, uint64_t& inexact) : numbers_(json), inexact_(inexact) {}
+
+  void value(dom::element e, std::string& out) {
+    switch (e.type()) {
+      case dom::element_type::OBJECT: {
+        Fields fields;
+        for (dom::key_value_pair field : dom::object(e)) {
+          std::string v;
+          value(field.value, v);
+          fields.emplace_back(field.key, std::move(v));
+        }
+        sort_fields(fields);
+        out += join_fields(fields);
+        break;
+      }
+      case dom::element_type::ARRAY: {
+        out += '[';
+        bool first = true;
+        for (dom::element item : dom::array(e)) {
+          if (!first) out += ',';
+          first = false;
+          value(item, out);
+        }
+        out += ']';
+        break;
+      }
+      case dom::element_type::STRING: {
+        std::string_view s;
+        if (e.get_string().get(s) != simdjson::SUCCESS) s = {};
+        append_string(s, out);
+        break;
+      }
+      case dom::element_type::INT64:
+      case dom::element_type::UINT64:
+      case dom::element_type::DOUBLE: {
+        std::string_view text = numbers_.next();
+        Decimal d;
+        bool integer = e.type() != dom::element_type::DOUBLE;
+        if (!parse_decimal(text, d) || (integer && text.find_first_of(".eE") != std::string_view::npos))
+          throw std::logic_error("internal error: number text out of step with the parsed document");
+        out += decimal_text(d);
+        break;
+      }
+      case dom::element_type::BOOL: {
+        bool b = false;
+        if (e.get_bool().get(b) != simdjson::SUCCESS) b = false;
+        out += b ? "true" : "false";
+        break;
+      }
+      case dom::element_type::NULL_VALUE:
+        out += "null";
+        break;
+    }
+  }
+
+  // Exact units of a canonical number text.
+  std::optional<Units> units(const std::string& canonical) {
+    Decimal d;
+    if (!parse_decimal(canonical, d)) return std::nullopt;
+    return to_units(d, inexact_);
+  }
+
+  void finish() {
+    if (!numbers_.next().empty())
+      throw std::logic_error("internal error: number text out of step with the parsed document");
+  }
+
+ private:
+  NumberTexts numbers_;
+  uint64_t& inexact_;
+};
+
+// ---- Events -------------------------------------------------------------------------------
+
+struct Event {
+  bool object = false;
+  std::string canon;           // the whole event
+  std::string name, cat, ph;   // unescaped when they are strings, else empty
+  std::string pid, tid;        // canonical texts, empty when absent
+  std::string ts_text, dur_text;
+  std::string args_no_stream;  // canonical args without "stream"; empty when absent
+  std::optional<Units> ts, dur;
+  std::string flow_key;        // flows: the event without tid
+};
+
+const std::set<std::string, std::less<>> kMeasuredCats = {"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"};
+
+bool measured(const Event& e) { return kMeasuredCats.count(e.cat) > 0; }
+bool cuda_sync_x(const Event& e) { return e.cat == "cuda_sync" && e.ph == "X"; }
+bool slice(const Event& e) { return measured(e) || cuda_sync_x(e); }
+bool annotation(const Event& e) { return e.cat == "gpu_user_annotation"; }
+bool flow(const Event& e) { return e.ph == "s" || e.ph == "t" || e.ph == "f"; }
+bool thread_metadata(const Event& e) { return e.ph == "M" && (e.name == "thread_name" || e.name == "thread_sort_index"); }
+std::string track_key(const Event& e) { return e.pid + '\x1f' + e.tid; }
+std::string identity(const Event& e) {
+  return e.name + '\x1f' + e.cat + '\x1f' + e.ph + '\x1f' + e.pid + '\x1f' + e.ts_text + '\x1f' + e.dur_text + '\x1f' +
+         e.args_no_stream;
+}
+
+Event read_event(dom::element element, Canonicalizer& canonical) {
+  Event ev;
+  if (element.type() != dom::element_type::OBJECT) {
+    canonical.value(element, ev.canon);
+    return ev;
+  }
+  ev.object = true;
+  Fields fields;
+  for (dom::key_value_pair field : dom::object(element)) {
+    std::string_view key = field.key;
+    std::string v;
+    if (key == "args" && field.value.type() == dom::element_type::OBJECT) {
+      Fields args;
+      for (dom::key_value_pair arg : dom::object(field.value)) {
+        std::string a;
+        canonical.value(arg.value, a);
+        args.emplace_back(arg.key, std::move(a));
+      }
+      sort_fields(args);
+      v = join_fields(args);
+      ev.args_no_stream = join_fields(args, "stream");
+    } else {
+      canonical.value(field.value, v);
+      if (key == "args") ev.args_no_stream = v;
+    }
+    std::string_view s;
+    bool is_string = field.value.get_string().get(s) == simdjson::SUCCESS;
+    bool is_number = field.value.is_number();
+    if (key == "name") ev.name = is_string ? std::string(s) : std::string();
+    if (key == "cat") ev.cat = is_string ? std::string(s) : std::string();
+    if (key == "ph") ev.ph = is_string ? std::string(s) : std::string();
+    if (key == "pid") ev.pid = v;
+    if (key == "tid") ev.tid = v;
+    if (key == "ts") {
+      ev.ts_text = v;
+      ev.ts = is_number ? canonical.units(v) : std::nullopt;
+    }
+    if (key == "dur") {
+      ev.dur_text = v;
+      ev.dur = is_number ? canonical.units(v) : std::nullopt;
+    }
+    fields.emplace_back(key, std::move(v));
+  }
+  sort_fields(fields);
+  ev.canon = join_fields(fields);
+  if (flow(ev)) ev.flow_key = join_fields(fields, "tid");
+  return ev;
+}
+
+struct Document {
+  std::vector<Event> events;
+  std::vector<std::pair<std::string, std::string>> top;  // keys but traceEvents, canonical
+};
+
+Document read_document(std::string_view json, bool compacted, uint64_t& inexact) {
+  dom::parser parser;  // one per document; the DOM is dropped once the events are read
+  dom::element root;
+  if (auto error = parser.parse(json.data(), json.size()).get(root))
+    throw CheckInputError(compacted, std::string("not valid JSON: ") + simdjson::error_message(error));
+  if (root.type() != dom::element_type::OBJECT)
+    throw CheckInputError(compacted, "not a trace: the top level is not an object");
+  Document doc;
+  Canonicalizer canonical(json, inexact);
+  bool seen = false;
+  for (dom::key_value_pair field : dom::object(root)) {
+    if (field.key == "traceEvents" && !seen) {
+      if (field.value.type() != dom::element_type::ARRAY)
+        throw CheckInputError(compacted, "not a trace: traceEvents is not an array");
+      seen = true;
+      for (dom::element e : dom::array(field.value)) doc.events.push_back(read_event(e, canonical));
+    } else {
+      std::string v;
+      canonical.value(field.value, v);
+      doc.top.emplace_back(std::string(field.key), std::move(v));
+    }
+  }
+  if (!seen) throw CheckInputError(compacted, "not a trace: no traceEvents array");
+  canonical.finish();
+  return doc;
+}
+
+// ---- Reporting ----------------------------------------------------------------------------
+
+class Recorder {
+ public:
+  Recorder(CheckReport& report, size_t max) : report_(report), max_(max) {}
+  template <class Message>
+  void add(ViolationKind kind, bool in_compacted, int64_t index, Message&& message) {
+    ++report_.by_kind[size_t(kind)];
+    if (report_.violations.size() < max_) report_.violations.push_back({kind, in_compacted, index, message()});
+  }
+
+ private:
+  CheckReport& report_;
+  size_t max_;
+};
+
+std::string shorten(std::string_view s, size_t max = 60) {
+  return s.size() <= max ? std::string(s) : std::string(s.substr(0, max)) + "...";
+}
+
+std::string describe_slice(const Event& e) {
+  return e.cat + " '" + shorten(e.name) + "' (pid " + e.pid + ", ts " + e.ts_text + ", dur " + e.dur_text + ")";
+}
+
+std::string describe_event(const Event& e) {
+  if (!e.object) return "non-object event " + shorten(e.canon);
+  std::string s = "ph " + (e.ph.empty() ? std::string("?") : e.ph);
+  if (!e.cat.empty()) s += " cat " + shorten(e.cat, 30);
+  s += " '" + shorten(e.name) + "' (pid " + (e.pid.empty() ? "-" : e.pid) + ", tid " + (e.tid.empty() ? "-" : e.tid);
+  if (!e.ts_text.empty()) s += ", ts " + e.ts_text;
+  return s + ")";
+}
+
+std::string span_text(Units start, Units end) { return "[" + units_text(start) + ", " + units_text(end) + "]"; }
+
+// ---- The checks ---------------------------------------------------------------------------
+
+struct Gpu {
+  std::set<std::string> pids;         // canonical pids with measured slices (either file)
+  std::set<std::string> old_streams;  // (pid, tid) of ORIGINAL's measured slices
+};
+
+// Every slice of ORIGINAL is in COMPACTED with the same identity, and no more.
+void check_slices(const Document& original, const Document& compacted, CheckReport& report, Recorder& rec) {
+  std::unordered_map<std::string, std::vector<uint32_t>> pool;  // identity -> ORIGINAL indices
+  for (uint32_t i = 0; i < original.events.size(); ++i) {
+    const Event& e = original.events[i];
+    if (!slice(e)) continue;
+    ++(measured(e) ? report.measured_slices : report.cuda_sync_events);
+    pool[identity(e)].push_back(i);
+  }
+  for (auto& [key, indices] : pool) std::reverse(indices.begin(), indices.end());
+  std::vector<uint32_t> extra;
+  for (uint32_t j = 0; j < compacted.events.size(); ++j) {
+    const Event& e = compacted.events[j];
+    if (!slice(e)) continue;
+    auto it = pool.find(identity(e));
+    if (it == pool.end() || it->second.empty())
+      extra.push_back(j);
+    else
+      it->second.pop_back();
+  }
+  std::vector<uint32_t> missing;
+  for (const auto& [key, indices] : pool) missing.insert(missing.end(), indices.begin(), indices.end());
+  std::sort(missing.begin(), missing.end());
+  // A hint for each missing slice: an unmatched one of COMPACTED with its name, cat, pid and ts.
+  std::unordered_multimap<std::string, uint32_t> near;
+  for (uint32_t j : extra) {
+    const Event& e = compacted.events[j];
+    near.emplace(e.name + '\x1f' + e.cat + '\x1f' + e.pid + '\x1f' + e.ts_text, j);
+  }
+  for (uint32_t i : missing) {
+    const Event& e = original.events[i];
+    rec.add(ViolationKind::missing_slice, false, i, [&] {
+      std::string m = describe_slice(e) + " has no identical slice in COMPACTED";
+      auto it = near.find(e.name + '\x1f' + e.cat + '\x1f' + e.pid + '\x1f' + e.ts_text);
+      if (it != near.end()) {
+        const Event& c = compacted.events[it->second];
+        m += "; COMPACTED #" + std::to_string(it->second) + " differs in";
+        if (c.ph != e.ph) m += " ph";
+        if (c.dur_text != e.dur_text) m += " dur (" + e.dur_text + " -> " + c.dur_text + ")";
+        if (c.args_no_stream != e.args_no_stream) m += " args";
+      }
+      return m;
+    });
+  }
+  for (uint32_t j : extra)
+    rec.add(ViolationKind::extra_slice, true, j, [&] {
+      return describe_slice(compacted.events[j]) + " is not a slice of ORIGINAL (or one too many)";
+    });
+}
+
+// No partial overlaps on GPU tracks of COMPACTED; no overlap at all between slices of a lane.
+void check_tracks(const Document& compacted, CheckReport& report, Recorder& rec) {
+  struct Item {
+    Units start, end;
+    uint32_t index;
+    bool slice;
+  };
+  struct Track {
+    std::vector<Item> items;
+    bool has_slice = false, has_annotation = false;
+    std::string pid, tid;
+  };
+  std::map<std::string, Track> tracks;
+  for (uint32_t j = 0; j < compacted.events.size(); ++j) {
+    const Event& e = compacted.events[j];
+    if (!e.object || e.ph != "X" || !e.ts) continue;
+    Track& track = tracks[track_key(e)];
+    Units end = *e.ts + std::max<Units>(e.dur.value_or(0), 0);
+    track.items.push_back({*e.ts, end, j, slice(e)});
+    track.has_slice |= slice(e);
+    track.has_annotation |= annotation(e);
+    track.pid = e.pid;
+    track.tid = e.tid;
+  }
+  for (auto& entry : tracks) {
+    Track& track = entry.second;
+    if (!track.has_slice && !track.has_annotation) continue;
+    const bool lane = track.has_slice;
+    std::string where = "(pid " + track.pid + ", tid " + track.tid + ")";
+    if (track.has_slice) {
+      ++report.lane_tracks;
+      std::vector<Item> slices;
+      for (const Item& item : track.items)
+        if (item.slice) slices.push_back(item);
+      std::sort(slices.begin(), slices.end(), [](const Item& a, const Item& b) {
+        return std::tie(a.start, a.end, a.index) < std::tie(b.start, b.end, b.index);
+      });
+      const Item* reach = nullptr;  // the slice with the largest end so far
+      for (const Item& item : slices) {
+        if (reach && item.start < reach->end)
+          rec.add(ViolationKind::lane_overlap, true, item.index, [&] {
+            return "slices #" + std::to_string(reach->index) + " " + span_text(reach->start, reach->end) + " and #" +
+                   std::to_string(item.index) + " " + span_text(item.start, item.end) + " overlap on lane " + where;
+          });
+        if (!reach || item.end > reach->end) reach = &item;
+      }
+    } else {
+      ++report.annotation_tracks;
+    }
+    std::vector<Item>& items = track.items;
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return std::make_tuple(a.start, -a.end, a.index) < std::make_tuple(b.start, -b.end, b.index);
+    });
+    std::vector<const Item*> open;  // enclosing spans, innermost last
+    for (const Item& item : items) {
+      while (!open.empty() && open.back()->end <= item.start) open.pop_back();
+      if (!open.empty() && item.end > open.back()->end) {
+        const Item* other = open.back();
+        if (lane && other->slice && item.slice) continue;  // reported as a lane overlap
+        auto kind = lane ? ViolationKind::lane_partial_overlap : ViolationKind::annotation_partial_overlap;
+        rec.add(kind, true, item.index, [&] {
+          return "#" + std::to_string(other->index) + " " + span_text(other->start, other->end) + " and #" +
+                 std::to_string(item.index) + " " + span_text(item.start, item.end) + " partially overlap on " +
+                 (lane ? "lane track " : "annotation track ") + where;
+        });
+        continue;
+      }
+      open.push_back(&item);
+    }
+  }
+}
+
+// "ts lies within [start, end] of some X event of its (pid, tid)", exactly.
+class Coverage {
+ public:
+  explicit Coverage(const Document& doc) {
+    std::unordered_map<std::string, std::vector<std::pair<Units, Units>>> spans;
+    for (const Event& e : doc.events)
+      if (e.object && e.ph == "X" && e.ts) spans[track_key(e)].push_back({*e.ts, *e.ts + std::max<Units>(e.dur.value_or(0), 0)});
+    for (auto& [key, list] : spans) {
+      std::sort(list.begin(), list.end());
+      Index& index = tracks_[key];
+      Units reach = 0;
+      for (size_t k = 0; k < list.size(); ++k) {
+        reach = k == 0 ? list[k].second : std::max(reach, list[k].second);
+        index.starts.push_back(list[k].first);
+        index.reach.push_back(reach);
+      }
+    }
+  }
+  bool covers(const Event& e) const {
+    if (!e.ts) return false;
+    auto it = tracks_.find(track_key(e));
+    if (it == tracks_.end()) return false;
+    const Index& index = it->second;
+    size_t k = size_t(std::upper_bound(index.starts.begin(), index.starts.end(), *e.ts) - index.starts.begin());
+    return k > 0 && index.reach[k - 1] >= *e.ts;
+  }
+
+ private:
+  struct Index {
+    std::vector<Units> starts, reach;  // reach[k]: the largest end among the first k+1 spans
+  };
+  std::unordered_map<std::string, Index> tracks_;
+};
+
+void check_flows(const Document& original, const Document& compacted, const Gpu& gpu, CheckReport& report,
+                 Recorder& rec) {
+  Coverage before(original), after(compacted);
+  std::unordered_map<std::string, std::vector<uint32_t>> flows;  // key -> ORIGINAL indices
+  std::unordered_map<std::string, uint64_t> unbound_before;
+  for (uint32_t i = 0; i < original.events.size(); ++i) {
+    const Event& e = original.events[i];
+    if (!flow(e) || !gpu.pids.count(e.pid)) continue;
+    flows[e.flow_key].push_back(i);
+    if (!before.covers(e)) ++unbound_before[e.flow_key];
+  }
+  for (auto& [key, indices] : flows) std::reverse(indices.begin(), indices.end());
+  for (uint32_t j = 0; j < compacted.events.size(); ++j) {
+    const Event& e = compacted.events[j];
+    if (!flow(e) || !gpu.pids.count(e.pid)) continue;
+    ++report.flows_checked;
+    if (auto it = flows.find(e.flow_key); it != flows.end() && !it->second.empty()) it->second.pop_back();
+    if (after.covers(e)) continue;
+    if (auto it = unbound_before.find(e.flow_key); it != unbound_before.end() && it->second > 0) {
+      --it->second;
+      ++report.flows_unbound_preexisting;
+      continue;
+    }
+    rec.add(ViolationKind::unbound_flow, true, j, [&] {
+      return "flow " + describe_event(e) + " lies in no X event of its track";
+    });
+  }
+  std::vector<uint32_t> missing;
+  for (const auto& [key, indices] : flows) missing.insert(missing.end(), indices.begin(), indices.end());
+  std::sort(missing.begin(), missing.end());
+  for (uint32_t i : missing)
+    rec.add(ViolationKind::missing_flow, false, i, [&] {
+      return "flow " + describe_event(original.events[i]) + " is not in COMPACTED (compared without tid)";
+    });
+}
+
+// Every event of ORIGINAL that a compaction has no reason to touch is in COMPACTED unchanged.
+void check_other_events(const Document& original, const Document& compacted, const Gpu& gpu, CheckReport& report,
+                        Recorder& rec) {
+  auto gpu_related = [&](const Event& e, bool in_original) {
+    bool on_gpu_pid = gpu.pids.count(e.pid) > 0;
+    bool sync_slice = cuda_sync_x(e) && (in_original ? gpu.old_streams.count(track_key(e)) > 0 : on_gpu_pid);
+    return measured(e) || sync_slice || annotation(e) || (on_gpu_pid && (flow(e) || thread_metadata(e)));
+  };
+  std::unordered_map<std::string_view, std::vector<uint32_t>> pool;  // canonical -> COMPACTED indices
+  for (uint32_t j = 0; j < compacted.events.size(); ++j) pool[compacted.events[j].canon].push_back(j);
+  for (auto& [key, indices] : pool) std::reverse(indices.begin(), indices.end());
+  std::vector<bool> used(compacted.events.size());
+  for (uint32_t i = 0; i < original.events.size(); ++i) {
+    const Event& e = original.events[i];
+    if (gpu_related(e, true)) continue;
+    ++report.other_events_checked;
+    auto it = pool.find(e.canon);
+    if (it != pool.end() && !it->second.empty()) {
+      used[it->second.back()] = true;
+      it->second.pop_back();
+      continue;
+    }
+    rec.add(ViolationKind::missing_event, false, i, [&] {
+      return describe_event(e) + " is not in COMPACTED unchanged";
+    });
+  }
+  for (uint32_t j = 0; j < compacted.events.size(); ++j)
+    if (!used[j] && !gpu_related(compacted.events[j], false)) ++report.other_events_added;
+}
+
+void check_top_level(const Document& original, const Document& compacted, CheckReport& report, Recorder& rec) {
+  std::map<std::string, std::string> after(compacted.top.begin(), compacted.top.end());
+  for (const auto& [key, value] : original.top) {
+    ++report.top_level_keys_checked;
+    auto it = after.find(key);
+    if (it != after.end() && it->second == value) continue;
+    rec.add(ViolationKind::changed_top_level, false, -1, [&] {
+      return "top-level key '" + shorten(key) + (it == after.end() ? "' is missing in COMPACTED" : "' changed in COMPACTED");
+    });
+  }
+}
+
+}  // namespace
+
+CheckReport check_traces(std::string_view original_json, std::string_view compacted_json, const CheckOptions& options) {
+  CheckReport report;
+  Recorder rec(report, options.max_recorded);
+  Document original = read_document(original_json, false, report.inexact_times);
+  Document compacted = read_document(compacted_json, true, report.inexact_times);
+  report.original_events = original.events.size();
+  report.compacted_events = compacted.events.size();
+
+  Gpu gpu;
+  for (const Event& e : original.events)
+    if (measured(e)) {
+      gpu.pids.insert(e.pid);
+      gpu.old_streams.insert(track_key(e));
+    }
+  for (const Event& e : compacted.events)
+    if (measured(e)) gpu.pids.insert(e.pid);
+  report.gpu_pids = gpu.pids.size();
+
+  check_slices(original, compacted, report, rec);
+  check_tracks(compacted, report, rec);
+  check_flows(original, compacted, gpu, report, rec);
+  check_other_events(original, compacted, gpu, report, rec);
+  check_top_level(original, compacted, report, rec);
+  return report;
+}
+
+std::string format_report(const CheckReport& r, size_t listed) {
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  auto k = [&](ViolationKind kind) { return n(r.count(kind)); };
+  std::string s;
+  s += "events: ORIGINAL " + n(r.original_events) + ", COMPACTED " + n(r.compacted_events) + "; GPU pids " +
+       n(r.gpu_pids) + "\n";
+  s += "measured slices: " + n(r.measured_slices) + " kernel/memcpy/memset + " + n(r.cuda_sync_events) +
+       " cuda_sync checked (name, cat, ph, pid, ts, dur, args but stream): missing " +
+       k(ViolationKind::missing_slice) + ", extra " + k(ViolationKind::extra_slice) + "\n";
+  s += "GPU tracks: " + n(r.lane_tracks) + " lane, " + n(r.annotation_tracks) +
+       " annotation: overlapping slices " + k(ViolationKind::lane_overlap) + ", partial overlaps on lane tracks " +
+       k(ViolationKind::lane_partial_overlap) + ", on annotation tracks " +
+       k(ViolationKind::annotation_partial_overlap) + "\n";
+  s += "flow endpoints on GPU pids: " + n(r.flows_checked) + " checked: unbound " + k(ViolationKind::unbound_flow) +
+       " (+" + n(r.flows_unbound_preexisting) + " already unbound in ORIGINAL, a warning), missing " +
+       k(ViolationKind::missing_flow) + "\n";
+  s += "other events: " + n(r.other_events_checked) + " checked: missing or changed " +
+       k(ViolationKind::missing_event) + " (" + n(r.other_events_added) + " new in COMPACTED)\n";
+  s += "top-level keys: " + n(r.top_level_keys_checked) + " checked: missing or changed " +
+       k(ViolationKind::changed_top_level) + "\n";
+  if (r.inexact_times)
+    s += "note: " + n(r.inexact_times) + " ts/dur values have more than 9 decimals; compared rounded to 1e-9 us\n";
+  uint64_t total = r.violation_count();
+  if (total) {
+    s += "violations by kind:";
+    for (size_t i = 0; i < kViolationKinds; ++i)
+      if (r.by_kind[i]) s += std::string(" ") + kind_name(ViolationKind(i)) + "=" + n(r.by_kind[i]);
+    s += "\n";
+    size_t shown = std::min(listed, r.violations.size());
+    for (size_t i = 0; i < shown; ++i) {
+      const Violation& v = r.violations[i];
+      s += std::string("  ") + kind_name(v.kind);
+      if (v.index >= 0) s += std::string(v.in_compacted ? " COMPACTED #" : " ORIGINAL #") + std::to_string(v.index);
+      s += ": " + v.message + "\n";
+    }
+    if (total > shown) s += "  ... and " + n(total - shown) + " more\n";
+    s += "check: " + n(total) + " violation(s)\n";
+  } else {
+    s += "check: OK\n";
+  }
+  return s;
+}
+
+}  // namespace tracelane::check

@@ -1,0 +1,100 @@
+#include "check_command.hpp"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "../check/check.hpp"
+#include "files.hpp"
+#include "tracelane/trace.hpp"
+
+namespace tracelane::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitViolations = 1, kExitUsage = 2;
+
+const char* kCheckHelp =
+    "usage: tracelane check ORIGINAL COMPACTED [--list N]\n"
+    "\n"
+    "Independently verify a single-trace compaction (tracelane's or any other tool's);\n"
+    "both files may be .json or gzip. It checks that\n"
+    "  - every measured slice of ORIGINAL (cat kernel/Kernel/gpu_memcpy/gpu_memset/Memcpy/\n"
+    "    Memset, and every cuda_sync X event) is in COMPACTED with the same name, cat, ph,\n"
+    "    pid, ts, dur and args except stream, and COMPACTED has no other;\n"
+    "  - no lane or annotation track of COMPACTED has partially overlapping X events\n"
+    "    (nesting and touching are fine) and no two slices of one lane overlap;\n"
+    "  - every flow endpoint on a GPU pid lies in an X event of its own track (those\n"
+    "    already unbound in ORIGINAL are a warning) and none was lost;\n"
+    "  - every other event of ORIGINAL, and every top-level key, is in COMPACTED unchanged.\n"
+    "Values compare exactly (numbers as decimals from their text, object keys unordered).\n"
+    "It is for one trace and its compaction, not for merged PP outputs (merging renumbers\n"
+    "pids and shifts times, so every event would differ).\n"
+    "\n"
+    "Exit status: 0 OK, 1 violations, 2 usage error or unreadable input.\n";
+
+}  // namespace
+
+int run_check(int argc, char** argv) {
+  size_t listed = 10;
+  std::vector<std::string> paths;
+  po::options_description options("check options");
+  options.add_options()("help,h", "show this help")(
+      "list", po::value(&listed)->default_value(10), "violations to list (all are counted)");
+  po::options_description hidden;
+  hidden.add_options()("trace", po::value(&paths));
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description pos;
+  pos.add("trace", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "tracelane check: " << e.what() << "\n\n" << kCheckHelp;
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << kCheckHelp << "\n" << options;
+    return kExitOk;
+  }
+  if (paths.size() != 2) {
+    std::cerr << "tracelane check: expected ORIGINAL and COMPACTED, got " << paths.size() << " file(s)\n\n"
+              << kCheckHelp;
+    return kExitUsage;
+  }
+  std::string bytes[2];
+  for (int k = 0; k < 2; ++k) {
+    try {
+      bytes[k] = read_trace_bytes(paths[k]);
+    } catch (const Error& e) {
+      std::cerr << e.what() << "\n";
+      return kExitUsage;
+    } catch (const std::bad_alloc&) {
+      std::cerr << paths[k] << ": out of memory\n";
+      return kExitUsage;
+    }
+  }
+  try {
+    check::CheckOptions check_options;
+    check_options.max_recorded = std::max<size_t>(listed, 1);
+    check::CheckReport report = check::check_traces(bytes[0], bytes[1], check_options);
+    std::cout << "check: ORIGINAL " << paths[0] << "\ncheck: COMPACTED " << paths[1] << "\n"
+              << check::format_report(report, listed) << std::flush;
+    return report.ok() ? kExitOk : kExitViolations;
+  } catch (const check::CheckInputError& e) {
+    std::cerr << paths[e.in_compacted ? 1 : 0] << ": " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << paths[0] << ": out of memory\n";
+  } catch (const std::exception& e) {
+    std::cerr << "tracelane check: " << e.what() << "\n";
+  }
+  return kExitUsage;
+}
+
+}  // namespace tracelane::cli

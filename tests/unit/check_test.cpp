@@ -1,0 +1,217 @@
+// `tracelane check`'s library function on small literal trace pairs: one compaction that
+// means the same as its original, and one change of each kind the verifier must catch.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "check/check.hpp"
+
+using namespace tracelane::check;
+
+namespace {
+
+std::string trace(const std::vector<std::string>& events, const std::string& extra_top = "") {
+  std::string s = "{\"traceEvents\":[";
+  for (size_t i = 0; i < events.size(); ++i) s += (i ? ",\n" : "\n") + events[i];
+  return s + "]" + extra_top + ",\"schemaVersion\":1}";
+}
+
+// Two overlapping kernels on streams 7 and 8 of GPU 0 (ts beyond a double's nanosecond
+// precision), an annotation and an ac2g flow on stream 7, and CPU-side events.
+const std::string kCpuOp =
+    R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":1}})";
+const std::string kProcessName = R"({"ph":"M","name":"process_name","pid":0,"args":{"name":"GPU 0"}})";
+
+std::vector<std::string> original_events() {
+  return {
+      kCpuOp,
+      R"({"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":1683564902133354.123,"dur":5.5,"args":{"stream":7,"correlation":1}})",
+      R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":8,"ts":1683564902133356,"dur":5,"args":{"stream":8,"correlation":2}})",
+      R"({"ph":"X","cat":"gpu_user_annotation","name":"step","pid":0,"tid":7,"ts":1683564902133354.123,"dur":5.5,"args":{}})",
+      R"({"ph":"f","cat":"ac2g","name":"ac2g","id":1,"bp":"e","pid":0,"tid":7,"ts":1683564902133354.123})",
+      R"({"ph":"s","cat":"ac2g","name":"ac2g","id":1,"pid":10,"tid":10,"ts":101})",
+      R"({"ph":"M","name":"thread_name","pid":0,"tid":7,"args":{"name":"stream 7"}})",
+      kProcessName,
+  };
+}
+
+// The same meaning, compacted: k1 on lane 1008, k2 on lane 1009, the annotation on the
+// annotation track 2008, the flow moved with k1, lane labels; keys reordered and numbers
+// respelled (5.50, 1.0e2) where nothing changed.
+std::vector<std::string> compacted_events() {
+  return {
+      R"({"name":"aten::mm","ph":"X","cat":"cpu_op","pid":10,"tid":10,"ts":100.50,"dur":2.0e1,"args":{"External id":1}})",
+      R"({"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":1008,"ts":1683564902133354.123,"dur":5.50,"args":{"correlation":1,"stream":1008}})",
+      R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":1009,"ts":1683564902133356.000,"dur":5,"args":{"stream":1009,"correlation":2}})",
+      R"({"ph":"X","cat":"gpu_user_annotation","name":"step","pid":0,"tid":2008,"ts":1683564902133354.123,"dur":5.5,"args":{}})",
+      R"({"ph":"f","cat":"ac2g","name":"ac2g","id":1,"bp":"e","pid":0,"tid":1008,"ts":1683564902133354.123})",
+      R"({"ph":"s","cat":"ac2g","name":"ac2g","id":1,"pid":10,"tid":10,"ts":101})",
+      R"({"ph":"M","name":"thread_name","pid":0,"tid":1008,"args":{"name":"Compute 1"}})",
+      R"({"ph":"M","name":"thread_name","pid":0,"tid":1009,"args":{"name":"Compute 2"}})",
+      kProcessName,
+  };
+}
+
+const std::string kStamp = R"(,"cuda_graph_stream_compaction":{"source":"test"})";
+
+CheckReport check_pair(const std::vector<std::string>& compacted) {
+  return check_traces(trace(original_events()), trace(compacted, kStamp));
+}
+
+std::string annotation(int tid, const std::string& ts, const std::string& dur) {
+  return R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":)" + std::to_string(tid) +
+         R"(,"ts":)" + ts + R"(,"dur":)" + dur + R"(,"args":{}})";
+}
+
+}  // namespace
+
+TEST(Check, ACompactionWithTheSameMeaningPasses) {
+  CheckReport report = check_pair(compacted_events());
+  EXPECT_TRUE(report.ok()) << format_report(report);
+  EXPECT_EQ(report.measured_slices, 2u);
+  EXPECT_EQ(report.lane_tracks, 2u);
+  EXPECT_EQ(report.annotation_tracks, 1u);
+  EXPECT_EQ(report.flows_checked, 1u);
+  EXPECT_EQ(report.other_events_checked, 3u);  // cpu_op, the CPU flow start, process_name
+  EXPECT_EQ(report.top_level_keys_checked, 1u);
+  EXPECT_EQ(format_report(report).substr(format_report(report).rfind("check:")), "check: OK\n");
+}
+
+TEST(Check, AChangedSliceDurFails) {
+  auto events = compacted_events();
+  events[1] =
+      R"({"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":1008,"ts":1683564902133354.123,"dur":5.501,"args":{"correlation":1,"stream":1008}})";
+  CheckReport report = check_pair(events);
+  EXPECT_FALSE(report.ok());
+  EXPECT_EQ(report.count(ViolationKind::missing_slice), 1u);
+  EXPECT_EQ(report.count(ViolationKind::extra_slice), 1u);
+  ASSERT_FALSE(report.violations.empty());
+  EXPECT_EQ(report.violations[0].index, 1);
+  EXPECT_FALSE(report.violations[0].in_compacted);
+  EXPECT_NE(report.violations[0].message.find("dur (5.5 -> 5.501)"), std::string::npos) << report.violations[0].message;
+  EXPECT_NE(format_report(report).find("check: 2 violation(s)\n"), std::string::npos);
+}
+
+TEST(Check, ATimestampChangeOfOneNanosecondFailsEvenWhereDoublesCannotTell) {
+  // 1683564902133354.123 and .124 are the same double.
+  auto events = compacted_events();
+  events[1] =
+      R"({"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":1008,"ts":1683564902133354.124,"dur":5.5,"args":{"correlation":1,"stream":1008}})";
+  CheckReport report = check_pair(events);
+  EXPECT_EQ(report.count(ViolationKind::missing_slice), 1u);
+  EXPECT_EQ(report.count(ViolationKind::extra_slice), 1u);
+}
+
+TEST(Check, ADroppedSliceFails) {
+  auto events = compacted_events();
+  events.erase(events.begin() + 2);
+  CheckReport report = check_pair(events);
+  EXPECT_EQ(report.count(ViolationKind::missing_slice), 1u);
+  EXPECT_EQ(report.count(ViolationKind::extra_slice), 0u);
+  EXPECT_EQ(report.violation_count(), 1u);
+  EXPECT_EQ(report.violations[0].index, 2);
+}
+
+TEST(Check, AChangedArgOtherThanStreamFails) {
+  auto events = compacted_events();
+  events[2] =
+      R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":1009,"ts":1683564902133356,"dur":5,"args":{"stream":1009,"correlation":3}})";
+  EXPECT_EQ(check_pair(events).count(ViolationKind::missing_slice), 1u);
+}
+
+TEST(Check, OverlappingSlicesOnOneLaneFail) {
+  auto events = compacted_events();
+  events[2] =
+      R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":1008,"ts":1683564902133356,"dur":5,"args":{"stream":1008,"correlation":2}})";
+  CheckReport report = check_pair(events);
+  EXPECT_EQ(report.count(ViolationKind::lane_overlap), 1u);
+  EXPECT_EQ(report.violation_count(), 1u) << format_report(report);
+}
+
+TEST(Check, APartialOverlapOnAnAnnotationTrackFails) {
+  auto events = compacted_events();
+  events.push_back(annotation(2008, "1683564902133356", "10"));  // crosses "step" (ends at .623)
+  CheckReport report = check_pair(events);
+  EXPECT_EQ(report.count(ViolationKind::annotation_partial_overlap), 1u);
+  EXPECT_EQ(report.violation_count(), 1u) << format_report(report);
+  EXPECT_EQ(report.violations[0].index, int64_t(events.size() - 1));
+  EXPECT_TRUE(report.violations[0].in_compacted);
+}
+
+TEST(Check, NestedAndTouchingAnnotationsPass) {
+  auto events = compacted_events();
+  events.push_back(annotation(2008, "1683564902133355", "1"));        // inside "step"
+  events.push_back(annotation(2008, "1683564902133354.123", "5.5"));  // equal to "step"
+  events.push_back(annotation(2008, "1683564902133359.623", "3"));    // touches its end
+  events.push_back(annotation(2008, "1683564902133359.623", "0"));    // zero length at its end
+  CheckReport report = check_pair(events);
+  EXPECT_TRUE(report.ok()) << format_report(report);
+}
+
+TEST(Check, AnAnnotationEndingOneNanosecondPastItsNeighboursStartFails) {
+  auto events = compacted_events();
+  events.push_back(annotation(2008, "1683564902133359.622", "3"));
+  EXPECT_EQ(check_pair(events).count(ViolationKind::annotation_partial_overlap), 1u);
+}
+
+TEST(Check, ANewUnboundFlowFails) {
+  auto events = compacted_events();
+  // Moved to k2's lane, but k2 starts later than the flow.
+  events[4] = R"({"ph":"f","cat":"ac2g","name":"ac2g","id":1,"bp":"e","pid":0,"tid":1009,"ts":1683564902133354.123})";
+  CheckReport report = check_pair(events);
+  EXPECT_EQ(report.count(ViolationKind::unbound_flow), 1u);
+  EXPECT_EQ(report.violation_count(), 1u) << format_report(report);
+  EXPECT_EQ(report.violations[0].index, 4);
+}
+
+TEST(Check, AFlowUnboundAlreadyInTheOriginalIsOnlyAWarning) {
+  auto original = original_events();
+  original.push_back(R"({"ph":"t","cat":"async","name":"x","id":9,"pid":0,"tid":7,"ts":5})");
+  auto compacted = compacted_events();
+  compacted.push_back(R"({"ph":"t","cat":"async","name":"x","id":9,"pid":0,"tid":7,"ts":5})");
+  CheckReport report = check_traces(trace(original), trace(compacted, kStamp));
+  EXPECT_TRUE(report.ok()) << format_report(report);
+  EXPECT_EQ(report.flows_unbound_preexisting, 1u);
+}
+
+TEST(Check, ALostFlowFails) {
+  auto events = compacted_events();
+  events.erase(events.begin() + 4);
+  EXPECT_EQ(check_pair(events).count(ViolationKind::missing_flow), 1u);
+}
+
+TEST(Check, AChangedCpuEventFails) {
+  auto events = compacted_events();
+  events[0] = R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":2}})";
+  CheckReport report = check_pair(events);
+  EXPECT_EQ(report.count(ViolationKind::missing_event), 1u);
+  EXPECT_EQ(report.violation_count(), 1u) << format_report(report);
+  EXPECT_EQ(report.violations[0].index, 0);
+  EXPECT_EQ(report.other_events_added, 1u);
+}
+
+TEST(Check, ADroppedTopLevelKeyFails) {
+  std::string compacted = "{\"traceEvents\":[";
+  auto events = compacted_events();
+  for (size_t i = 0; i < events.size(); ++i) compacted += (i ? "," : "") + events[i];
+  compacted += "]}";
+  CheckReport report = check_traces(trace(original_events()), compacted);
+  EXPECT_EQ(report.count(ViolationKind::changed_top_level), 1u);
+}
+
+TEST(Check, InputThatIsNotATraceNamesTheFile) {
+  try {
+    check_traces(trace(original_events()), "{\"traceEvents\":[");
+    FAIL() << "expected CheckInputError";
+  } catch (const CheckInputError& e) {
+    EXPECT_TRUE(e.in_compacted);
+  }
+  try {
+    check_traces("{\"traceEvents\":{}}", trace(compacted_events()));
+    FAIL() << "expected CheckInputError";
+  } catch (const CheckInputError& e) {
+    EXPECT_FALSE(e.in_compacted);
+    EXPECT_NE(std::string(e.what()).find("traceEvents"), std::string::npos);
+  }
+}
