@@ -6,6 +6,8 @@
 #include "tracelane/compact.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "annotations.hpp"
@@ -147,6 +149,89 @@ void remap_related(Trace& trace, const SliceSet& set, const std::vector<Lane>& l
   }
 }
 
+// Pass: Perfetto-clean annotation tracks (SPEC 9.6). Perfetto drops or spills a slice
+// that partially overlaps another on its track, so each annotation track whose spans
+// cross is split into sub-tracks on which spans only nest or follow each other. Spans are
+// visited by (start, longest first); each goes to the first sub-track where it nests in
+// the innermost open span (or where nothing is open), else to a new sub-track.
+//
+// Perfetto reads times as doubles (llround(µs * 1000)), so at today's epoch timestamps
+// two exactly touching spans can overlap by a few hundred ns in its eyes. A span must fit
+// both in exact nanoseconds and in Perfetto's reading of the same numbers.
+struct TwoViews {
+  Ns start, end;            // exact
+  Ns seen_start, seen_end;  // as Perfetto computes them
+};
+
+// Perfetto's JSON importer: an integer token is exact (µs * 1000 in int64), any other
+// number goes through a double. `text` is the number as it will be written.
+Ns as_perfetto_reads(std::string_view text, Ns exact) {
+  if (text.find_first_of(".eE") == std::string_view::npos) return exact;
+  return Ns(std::llround(std::strtod(std::string(text).c_str(), nullptr) * 1000.0));
+}
+
+// The text a time field will have in the output.
+std::string written_time(const Event& event, Field field) {
+  bool changed = (event.changed >> field) & 1;
+  if (!changed) return std::string(event.raw.substr(event.spans[field].offset, event.spans[field].length));
+  return ns_as_us(field == kTs ? event.new_ts : event.new_dur);
+}
+
+void split_crossing_annotation_tracks(Trace& trace, std::vector<Lane>& lanes, CompactSummary& summary) {
+  std::unordered_map<int64_t, size_t> lane_of_track;
+  int64_t next_tid = INT64_MIN;
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    lane_of_track[lanes[l].annotation_tid] = l;
+    next_tid = std::max(next_tid, lanes[l].annotation_tid + 1000);
+  }
+  std::vector<std::vector<uint32_t>> on_track(lanes.size());
+  for (uint32_t i = 0; i < trace.events.size(); ++i) {
+    const Event& event = trace.events[i];
+    if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
+    if (!((event.changed >> kTid) & 1) && !event.tid.is_int()) continue;
+    if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
+    auto it = lane_of_track.find(event.final_tid());
+    if (it != lane_of_track.end()) on_track[it->second].push_back(i);
+  }
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    auto& members = on_track[l];
+    std::stable_sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
+      const Event &x = trace.events[a], &y = trace.events[b];
+      Ns xs = x.final_ts(), ys = y.final_ts();
+      return xs != ys ? xs < ys : x.final_dur() > y.final_dur();
+    });
+    std::vector<std::vector<TwoViews>> open;  // per sub-track: open spans, innermost last
+    for (uint32_t index : members) {
+      Event& event = trace.events[index];
+      TwoViews span;
+      span.start = event.final_ts();
+      span.end = span.start + event.final_dur();
+      span.seen_start = as_perfetto_reads(written_time(event, kTs), span.start);
+      span.seen_end = span.seen_start + as_perfetto_reads(written_time(event, kDur), event.final_dur());
+      size_t chosen = open.size();
+      for (size_t k = 0; k < open.size(); ++k) {
+        auto& stack = open[k];
+        while (!stack.empty() && stack.back().end <= span.start && stack.back().seen_end <= span.seen_start)
+          stack.pop_back();
+        const TwoViews* parent = stack.empty() ? nullptr : &stack.back();
+        if (!parent || (parent->start <= span.start && span.end <= parent->end &&
+                        parent->seen_start <= span.seen_start && span.seen_end <= parent->seen_end)) {
+          chosen = k;
+          break;
+        }
+      }
+      if (chosen == open.size()) open.emplace_back();
+      open[chosen].push_back(span);
+      if (chosen == 0) continue;
+      while (lanes[l].annotation_subtracks.size() < chosen) {
+        lanes[l].annotation_subtracks.push_back(next_tid++);
+        ++summary.annotation_subtracks;
+      }
+      event.set_tid(lanes[l].annotation_subtracks[chosen - 1], false);
+    }
+  }
+}
+
 // Pass: lane metadata (SPEC 5). Annotation tracks that hold something sort directly
 // above their lane.
 void add_lane_metadata(Trace& trace, const std::vector<Lane>& lanes) {
@@ -165,19 +250,21 @@ void add_lane_metadata(Trace& trace, const std::vector<Lane>& lanes) {
     name.string("name", "thread_name").string("ph", "M").integer("pid", pid, kPid).integer("tid", tid, kTid);
     name.args_name(label);
     Event e = name.finish(trace);
-    e.ph = "M", e.name = "thread_name";
+    e.ph = "M", e.name = "thread_name", e.lane_metadata = true;
     e.pid = Id{Id::Kind::integer, pid, {}}, e.tid = Id{Id::Kind::integer, tid, {}};
     trace.events.push_back(e);
     EventBuilder index;
     index.string("name", "thread_sort_index").string("ph", "M").integer("pid", pid, kPid).integer("tid", tid, kTid);
     index.raw("args", "{\"sort_index\": " + std::to_string(sort_index++) + "}");
     Event f = index.finish(trace);
-    f.ph = "M", f.name = "thread_sort_index";
+    f.ph = "M", f.name = "thread_sort_index", f.lane_metadata = true;
     f.pid = e.pid, f.tid = e.tid;
     trace.events.push_back(f);
   };
   for (const auto& lane : lanes) {
     if (annotated[lane.annotation_tid]) emit(lane.pid, lane.annotation_tid, lane.label + " annotations");
+    for (size_t k = 0; k < lane.annotation_subtracks.size(); ++k)
+      emit(lane.pid, lane.annotation_subtracks[k], lane.label + " annotations (" + std::to_string(k + 2) + ")");
     emit(lane.pid, lane.tid, lane.label);
   }
 }
@@ -211,7 +298,48 @@ void validate(const Trace& trace, const SliceSet& set, uint8_t allowed_changes) 
   }
 }
 
+// PP block building needs each GPU pid's main compute and unshard annotation tracks.
+std::vector<PidTracks> pid_tracks_of(const std::vector<Lane>& lanes) {
+  const auto& groups = default_groups();
+  std::vector<PidTracks> result;
+  for (const Lane& lane : lanes) {
+    if (result.empty() || result.back().pid != lane.pid) result.push_back({lane.pid});
+    PidTracks& tracks = result.back();
+    if (groups[lane.group].id == "compute" && lane.number == 0) {
+      tracks.main_compute_track = lane.annotation_tid;
+      tracks.main_compute_subtracks = lane.annotation_subtracks;
+    }
+    if (groups[lane.group].id == "nccl_all_gather" && lane.number < 2) {
+      tracks.unshard_tracks.push_back(lane.annotation_tid);
+      for (int64_t sub : lane.annotation_subtracks) tracks.unshard_tracks.push_back(sub);
+    }
+  }
+  return result;
+}
+
 }  // namespace
+
+void rebuild_annotation_tracks(CompactedTrace& compacted) {
+  Trace& trace = compacted.trace;
+  std::unordered_map<int64_t, int64_t> main_of;  // sub-track -> its annotation track
+  for (Lane& lane : compacted.lanes) {
+    for (int64_t sub : lane.annotation_subtracks) main_of[sub] = lane.annotation_tid;
+    lane.annotation_subtracks.clear();
+  }
+  for (Event& event : trace.events) {
+    if (event.lane_metadata) event.dropped = true;
+    if (event.dropped || !((event.changed >> kTid) & 1)) continue;
+    auto it = main_of.find(event.new_tid);
+    if (it != main_of.end()) event.new_tid = it->second;
+  }
+  std::vector<PidTracks> old_tracks = std::move(compacted.pid_tracks);
+  compacted.summary.annotation_subtracks = 0;
+  split_crossing_annotation_tracks(trace, compacted.lanes, compacted.summary);
+  add_lane_metadata(trace, compacted.lanes);
+  compacted.pid_tracks = pid_tracks_of(compacted.lanes);
+  for (size_t k = 0; k < compacted.pid_tracks.size() && k < old_tracks.size(); ++k)
+    compacted.pid_tracks[k].pp_rank = old_tracks[k].pp_rank;
+}
 
 std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
   std::vector<AnnotationSpan> spans;
@@ -245,6 +373,7 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   remap_related(trace, set, result.lanes, summary);
   summary.gpu_annotations_coalesced = coalesce_annotations(trace);
   annotate_kernel_runs(trace, result.lanes, summary);
+  split_crossing_annotation_tracks(trace, result.lanes, summary);
   add_lane_metadata(trace, result.lanes);
 
   const auto& groups = default_groups();
@@ -254,13 +383,7 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   }
   for (const Lane& lane : result.lanes) ++summary.lanes_by_group[groups[lane.group].id];
 
-  // PID tracks for PP blocks: main compute and unshard annotation tracks.
-  for (const Lane& lane : result.lanes) {
-    if (result.pid_tracks.empty() || result.pid_tracks.back().pid != lane.pid) result.pid_tracks.push_back({lane.pid});
-    PidTracks& tracks = result.pid_tracks.back();
-    if (groups[lane.group].id == "compute" && lane.number == 0) tracks.main_compute_track = lane.annotation_tid;
-    if (groups[lane.group].id == "nccl_all_gather" && lane.number < 2) tracks.unshard_tracks.push_back(lane.annotation_tid);
-  }
+  result.pid_tracks = pid_tracks_of(result.lanes);
 
   set_top_level(trace, "cuda_graph_stream_compaction",
                 "{\"algorithm\": \"semantic interval partitioning\", \"measurement_policy\": \"" +

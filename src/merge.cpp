@@ -198,6 +198,15 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs) {
         event.changed |= 1u << kId;
       }
     }
+    // Shifted times are new numbers for Perfetto: redo where annotations must split.
+    if (rank.offset_ns) rebuild_annotation_tracks(compacted);
+    for (Event& event : trace.events) {
+      if (event.pid.is_int() && !((event.changed >> kPid) & 1)) {  // metadata made by the rebuild
+        event.new_pid = new_pid.at(event.pid.value);
+        event.changed |= 1u << kPid;
+      }
+      if (event.lane_metadata && event.ph == "M" && event.name == "thread_name") event.name_prefixed = true;
+    }
     // Per-rank validation of what merge may change: slices keep name, cat, args, dur;
     // pid moves to the renumbered one and ts by exactly this rank's offset.
     for (const Event& event : trace.events) {

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
-#include <regex>
 #include <tuple>
 
 #include "tracelane/decimal_time.hpp"
@@ -23,115 +22,178 @@
 
 namespace tracelane {
 
-std::optional<PpAction> parse_pp_action(std::string_view name) {
-  if (name.size() < 4 || name.substr(0, 3) != "PP:") return std::nullopt;
-  static const std::regex action(R"(PP:(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|F|B)(\d+))");
-  static const std::regex unshard(R"(PP:(\d+)UNSHARD)");
-  std::match_results<std::string_view::const_iterator> m;
-  auto to_int = [](const auto& sub) {
-    int64_t v = 0;
-    for (auto it = sub.first; it != sub.second; ++it) {
-      v = v * 10 + (*it - '0');
-      if (v > (int64_t(1) << 40)) return int64_t(-1);
-    }
-    return v;
-  };
-  if (std::regex_match(name.begin(), name.end(), m, action)) {
-    PpAction a;
-    a.stage = to_int(m[1]);
-    a.op = m[2].str();
-    a.microbatch = to_int(m[3]);
-    if (a.stage < 0 || *a.microbatch < 0) return std::nullopt;
-    return a;
+namespace {
+
+// Reads digits at `pos`; false when there are none or too many to be a stage/microbatch.
+bool read_number(std::string_view text, size_t& pos, int64_t& value, bool required) {
+  size_t begin = pos;
+  value = 0;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+    if (pos - begin >= 12) return false;
+    value = value * 10 + (text[pos] - '0');
+    ++pos;
   }
-  if (std::regex_match(name.begin(), name.end(), m, unshard)) {
-    PpAction a;
-    a.stage = to_int(m[1]);
-    a.op = "UNSHARD";
-    if (a.stage < 0) return std::nullopt;
-    return a;
+  return pos > begin || !required;
+}
+
+// Parses "<stage><op>[<microbatch>]" that must fill `text` exactly.
+std::optional<PpAction> parse_action_body(std::string_view text) {
+  static const char* ops[] = {"SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD",
+                              "F",      "I",      "W",      "B"};
+  size_t pos = 0;
+  PpAction action;
+  if (!read_number(text, pos, action.stage, true)) return std::nullopt;
+  for (const char* op : ops) {
+    std::string_view candidate(op);
+    if (text.substr(pos, candidate.size()) != candidate) continue;
+    size_t after = pos + candidate.size();
+    int64_t microbatch = 0;
+    size_t end = after;
+    if (!read_number(text, end, microbatch, false) || end != text.size()) continue;
+    action.op = op;
+    if (end > after) action.microbatch = microbatch;
+    bool takes_microbatch = action.op != "UNSHARD" && action.op != "RESHARD" && action.op != "REDUCE_GRAD";
+    if (!takes_microbatch && action.microbatch) return std::nullopt;
+    return action;
   }
   return std::nullopt;
 }
 
+}  // namespace
+
+bool is_pp_compute_op(std::string_view op) { return op == "F" || op == "I" || op == "W" || op == "B"; }
+
+std::vector<PpAction> parse_pp_actions(std::string_view name) {
+  if (name.substr(0, 3) != "PP:") return {};
+  std::string_view body = name.substr(3);
+  constexpr std::string_view kOverlap = ")OVERLAP_F_B";
+  if (!body.empty() && body.front() == '(' && body.size() > kOverlap.size() + 1 &&
+      body.substr(body.size() - kOverlap.size()) == kOverlap) {
+    std::string_view inner = body.substr(1, body.size() - 1 - kOverlap.size());
+    size_t semicolon = inner.find(';');
+    if (semicolon == std::string_view::npos) return {};
+    auto first = parse_action_body(inner.substr(0, semicolon));
+    auto second = parse_action_body(inner.substr(semicolon + 1));
+    if (!first || !second || !is_pp_compute_op(first->op) || !is_pp_compute_op(second->op)) return {};
+    return {*first, *second};
+  }
+  auto action = parse_action_body(body);
+  if (!action) return {};
+  return {*action};
+}
+
+std::optional<PpAction> parse_pp_action(std::string_view name) {
+  auto actions = parse_pp_actions(name);
+  if (actions.size() != 1) return std::nullopt;
+  return actions[0];
+}
+
 namespace {
 
+// A span of a block, on the (sub-)track where it really is.
+struct Member {
+  Ns start = 0, end = 0;
+  int64_t tid = 0;
+};
+
 struct Block {
-  int64_t pid = 0, tid = 0;
+  int64_t pid = 0;
   Ns start = 0, end = 0;
   int64_t stage = 0;
   std::string op;
   std::optional<int64_t> microbatch;
   int pp_rank = 0;
+  std::vector<Member> members;  // in (start, end) order; arrows touch only these
   std::string label() const {
     return std::to_string(stage) + op + (microbatch ? std::to_string(*microbatch) : std::string());
   }
+  // The member span at or nearest to `t`, and `t` moved into it: an arrow end must lie
+  // inside a slice on its own track (SPEC 9.6), also when a bridged block has a gap.
+  std::pair<int64_t, Ns> place(Ns t) const {
+    const Member* best = &members.front();
+    Ns best_distance = INT64_MAX;
+    for (const Member& m : members) {
+      Ns distance = t < m.start ? m.start - t : (t > m.end ? t - m.end : 0);
+      if (distance < best_distance) best = &m, best_distance = distance;
+    }
+    return {best->tid, std::clamp(t, best->start, best->end)};
+  }
 };
-
-bool is_compute_op(const std::string& op) { return op == "F" || op == "B"; }
 
 using BlockKey = std::tuple<int64_t, int64_t, std::string, int64_t>;  // pid, stage, op, microbatch (-1: none)
 
 std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids) {
   std::map<int64_t, const PidTracks*> tracks_of;
   for (const auto& t : pids) tracks_of[t.pid] = &t;
-  std::map<BlockKey, std::vector<size_t>> by_key;  // span indices in input order
-  std::vector<PpAction> actions(spans.size());
+  struct Use {
+    size_t span;
+    PpAction action;
+  };
+  std::map<BlockKey, std::vector<Use>> by_key;  // in input order
   for (size_t i = 0; i < spans.size(); ++i) {
-    auto action = parse_pp_action(spans[i].name);
-    if (!action) continue;
-    actions[i] = *action;
-    by_key[{spans[i].pid, action->stage, action->op, action->microbatch.value_or(-1)}].push_back(i);
+    if (spans[i].name.substr(0, 3) != "PP:") continue;
+    for (PpAction& action : parse_pp_actions(spans[i].name)) {
+      if (action.op == "RESHARD" || action.op == "REDUCE_GRAD") continue;  // no blocks (SPEC 9.5)
+      BlockKey key{spans[i].pid, action.stage, action.op, action.microbatch.value_or(-1)};
+      by_key[key].push_back({i, std::move(action)});
+    }
   }
   std::vector<Block> blocks;
-  for (auto& [key, members] : by_key) {
+  for (auto& [key, uses] : by_key) {
     const auto& [pid, stage, op, microbatch] = key;
     auto tracks_it = tracks_of.find(pid);
     const PidTracks* tracks = tracks_it == tracks_of.end() ? nullptr : tracks_it->second;
-    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
-      const auto &x = spans[a], &y = spans[b];
+    std::stable_sort(uses.begin(), uses.end(), [&](const Use& a, const Use& b) {
+      const auto &x = spans[a.span], &y = spans[b.span];
       return x.start != y.start ? x.start < y.start : (x.end - x.start) < (y.end - y.start);
     });
-    auto make = [&](const AnnotationSpan& span) {
+    auto make = [&](const Use& use) {
+      const AnnotationSpan& span = spans[use.span];
       Block b;
-      b.pid = pid, b.tid = span.tid, b.start = span.start, b.end = span.end;
-      b.stage = stage, b.op = op, b.microbatch = actions[&span - spans.data()].microbatch;
+      b.pid = pid, b.start = span.start, b.end = span.end;
+      b.stage = stage, b.op = op, b.microbatch = use.action.microbatch;
       b.pp_rank = tracks ? tracks->pp_rank : 0;
+      b.members.push_back({span.start, span.end, span.tid});
       return b;
     };
-    if (is_compute_op(op)) {
+    if (is_pp_compute_op(op)) {
       if (!tracks || !tracks->main_compute_track) continue;
-      int64_t main = *tracks->main_compute_track;
+      auto on_main = [&](int64_t tid) {
+        return tid == *tracks->main_compute_track ||
+               std::find(tracks->main_compute_subtracks.begin(), tracks->main_compute_subtracks.end(), tid) !=
+                   tracks->main_compute_subtracks.end();
+      };
       size_t k = 0;
-      while (k < members.size()) {
-        Ns chain_end = spans[members[k]].end;
+      while (k < uses.size()) {
+        Ns chain_end = spans[uses[k].span].end;
         size_t next = k + 1;
-        while (next < members.size() && spans[members[next]].start <= chain_end) {
-          chain_end = std::max(chain_end, spans[members[next]].end);
+        while (next < uses.size() && spans[uses[next].span].start <= chain_end) {
+          chain_end = std::max(chain_end, spans[uses[next].span].end);
           ++next;
         }
         std::optional<Block> block;
         for (size_t m = k; m < next; ++m) {
-          const auto& span = spans[members[m]];
-          if (span.tid != main) continue;
+          const auto& span = spans[uses[m].span];
+          if (!on_main(span.tid)) continue;
           if (!block) {
-            block = make(span);
+            block = make(uses[m]);
           } else {
             block->start = std::min(block->start, span.start);
             block->end = std::max(block->end, span.end);
+            block->members.push_back({span.start, span.end, span.tid});
           }
         }
-        if (block) blocks.push_back(*block);
+        if (block) blocks.push_back(std::move(*block));
         k = next;
       }
     } else if (op == "UNSHARD") {
       if (!tracks) continue;
-      for (size_t m : members) {
+      for (const Use& use : uses) {
         const auto& u = tracks->unshard_tracks;
-        if (std::find(u.begin(), u.end(), spans[m].tid) != u.end()) blocks.push_back(make(spans[m]));
+        if (std::find(u.begin(), u.end(), spans[use.span].tid) != u.end()) blocks.push_back(make(use));
       }
     } else {
-      for (size_t m : members) blocks.push_back(make(spans[m]));
+      for (const Use& use : uses) blocks.push_back(make(use));
     }
   }
   return blocks;
@@ -179,8 +241,10 @@ class FlowMaker {
     flow.cat = cat;
     flow.name = s.label() + " -> " + d.label();
     flow.id = id;
-    flow.source_pid = s.pid, flow.source_tid = s.tid, flow.source_ts = s.start;
-    flow.destination_pid = d.pid, flow.destination_tid = d.tid, flow.destination_ts = end;
+    auto [source_tid, source_ts] = s.place(s.start);
+    auto [destination_tid, destination_ts] = d.place(end);
+    flow.source_pid = s.pid, flow.source_tid = source_tid, flow.source_ts = source_ts;
+    flow.destination_pid = d.pid, flow.destination_tid = destination_tid, flow.destination_ts = destination_ts;
     flow.source_pp_rank = s.pp_rank, flow.destination_pp_rank = d.pp_rank;
     flow.source_stage = s.stage, flow.destination_stage = d.stage;
     flow.source_operation = s.op, flow.destination_operation = d.op;
@@ -247,8 +311,10 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
     if (b.op != "UNSHARD") local_keys[{b.pid, b.stage, b.microbatch.value_or(-1)}] = true;
   for (const auto& [key, unused] : local_keys) {
     const auto& [pid, stage, microbatch] = key;
-    for (const char* x : {"F", "B"}) {
-      std::string compute = x, recv = std::string("RECV_") + x, send = std::string("SEND_") + x;
+    // I (input gradient, zero-bubble schedules) sits between RECV_B and SEND_B like B.
+    for (const char* x : {"F", "B", "I"}) {
+      std::string direction = x[0] == 'F' ? "F" : "B";
+      std::string compute = x, recv = "RECV_" + direction, send = "SEND_" + direction;
       auto of_op = [&](const std::string& op) {
         return select([&](const Block& b) {
           return b.pid == pid && b.stage == stage && b.op == op && b.microbatch.value_or(-1) == microbatch;
@@ -275,7 +341,7 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
     if (u.op != "UNSHARD") continue;
     const Block* first = nullptr;
     for (const Block& b : blocks) {
-      if (b.pid != u.pid || b.stage != u.stage || !is_compute_op(b.op) || b.start < u.start) continue;
+      if (b.pid != u.pid || b.stage != u.stage || !is_pp_compute_op(b.op) || b.start < u.start) continue;
       if (!first || b.start < first->start || (b.start == first->start && b.end < first->end)) first = &b;
     }
     if (!first) {

@@ -115,6 +115,7 @@ JsonValue compaction_summary(const CompactSummary& s, bool with_pp) {
   o.set("kernel_annotations_converted", n(s.kernel_annotations_converted));
   o.set("kernel_annotation_blocks", n(s.kernel_annotation_blocks));
   o.set("gpu_annotations_retained", n(s.gpu_annotations_retained));
+  o.set("annotation_subtracks", n(s.annotation_subtracks));
   o.set("cuda_graph_launches", n(s.cuda_graph_launches));
   if (with_pp && s.has_pp) {
     o.set("pp_rank", JsonValue::integer(s.pp_rank));

@@ -24,6 +24,7 @@ struct Lane {
   uint32_t lanes_in_group = 1;
   int64_t tid = 0;
   int64_t annotation_tid = 0;
+  std::vector<int64_t> annotation_subtracks;  // "<label> annotations (2)", ... (SPEC 9.6)
   std::string label;
   std::vector<uint32_t> slices;  // event indices, in (start, end) order
 };
@@ -40,6 +41,7 @@ struct CompactSummary {
   size_t kernel_annotations_converted = 0;
   size_t kernel_annotation_blocks = 0;
   size_t gpu_annotations_retained = 0;
+  size_t annotation_subtracks = 0;  // extra tracks made so annotations nest (SPEC 9.6)
   size_t cuda_graph_launches = 0;
   bool has_pp = false;  // single-trace arrows were computed
   int pp_rank = 0;
@@ -56,6 +58,10 @@ struct CompactedTrace {
 // Compacts in memory. Throws Error("<source>: event #i (byte b): ...") for SPEC 2 errors
 // and for a failed self-validation (SPEC 6).
 CompactedTrace compact_trace(Trace trace, const CompactOptions& options);
+
+// Redoes the annotation sub-tracks and lane metadata after the trace's times moved
+// (merge shifts ranks): where spans cross depends on the numbers Perfetto reads.
+void rebuild_annotation_tracks(CompactedTrace& compacted);
 
 // The compacted trace as JSON text (uncompressed).
 std::string write_compacted(const CompactedTrace& compacted);

@@ -14,12 +14,19 @@ namespace tracelane {
 
 struct PpAction {
   int64_t stage = 0;
-  std::string op;  // "F", "B", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD"
+  // Compute: F, I, W, B. Communication: SEND_F, RECV_F, SEND_B, RECV_B. FSDP: UNSHARD,
+  // RESHARD, REDUCE_GRAD (the last two are recognised but make no blocks).
+  std::string op;
   std::optional<int64_t> microbatch;
 };
 
-// Parses "PP:<stage><op><microbatch>" or "PP:<stage>UNSHARD" (full match).
+// The actions an annotation name stands for, as torch.distributed.pipelining writes them
+// (SPEC 7 and 9.5): "PP:<stage><op>[<microbatch>]" (full match) gives one action, the
+// overlapped form "PP:(0F1;1B0)OVERLAP_F_B" gives its two sub-actions, anything else none.
+std::vector<PpAction> parse_pp_actions(std::string_view name);
+// The single action of a name, when it has exactly one.
 std::optional<PpAction> parse_pp_action(std::string_view name);
+bool is_pp_compute_op(std::string_view op);
 
 // One gpu_user_annotation X span, in output coordinates (after moves and merge shifts).
 struct AnnotationSpan {
@@ -33,7 +40,8 @@ struct PidTracks {
   int64_t pid = 0;
   int pp_rank = 0;
   std::optional<int64_t> main_compute_track;  // annotation track of the first compute lane
-  std::vector<int64_t> unshard_tracks;        // annotation tracks of the first two all-gather lanes
+  std::vector<int64_t> main_compute_subtracks;  // split off it so Perfetto nests them (SPEC 9.6)
+  std::vector<int64_t> unshard_tracks;  // annotation tracks (and sub-tracks) of the first two all-gather lanes
 };
 
 struct PpCounts {

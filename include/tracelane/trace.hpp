@@ -70,6 +70,7 @@ struct Event {
   uint8_t changed = 0;
   bool dropped = false;
   bool name_prefixed = false;  // merge: args.name gets the rank prefix
+  bool lane_metadata = false;  // a thread_name/thread_sort_index tracelane made for a lane
   int64_t new_pid = 0, new_tid = 0, new_id = 0;
   Ns new_ts = 0, new_dur = 0;
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "check_command.hpp"
 #include "files.hpp"
 #include "report.hpp"
 #include "sweep.hpp"
@@ -38,6 +39,8 @@ const char* kUsage =
     "      tracelane_report.json/.csv (ROOT or --report-dir)\n"
     "  report --combine DIR_OR_FILES... [--report-dir DIR]\n"
     "      join the partial reports of sweep --shard K/N runs into one\n"
+    "  check ORIGINAL COMPACTED [--list N]\n"
+    "      verify a single-trace compaction independently; exit 1 on any violation\n"
     "\n"
     "  tracelane <command> --help   options of a command\n"
     "  tracelane --version\n";
@@ -231,6 +234,7 @@ int main(int argc, char** argv) {
   if (command == "merge") return run_merge(argc - 1, argv + 1);
   if (command == "sweep") return cli::run_sweep(argc - 1, argv + 1);
   if (command == "report") return cli::run_report(argc - 1, argv + 1);
+  if (command == "check") return cli::run_check(argc - 1, argv + 1);
   std::cerr << "tracelane: unknown command '" << command << "'\n\n" << kUsage;
   return kExitUsage;
 }

@@ -25,7 +25,9 @@ import e2e_common as e2e  # noqa: E402
 SUMMARY_IGNORED = {"input", "output"}
 # SPEC 9.2: tracelane reports the flow endpoints it could not map; the original had no such
 # key (it failed instead).
-NEW_SUMMARY_KEYS = {"gpu_flow_endpoints_unmapped"}
+NEW_SUMMARY_KEYS = {"gpu_flow_endpoints_unmapped",
+                    # SPEC 9.6: annotation sub-tracks made so that no track has crossing spans.
+                    "annotation_subtracks"}
 
 
 class Case:
@@ -82,6 +84,8 @@ def lint_output(case, output_events, what, allowed_unbound=()):
                           f"(e.g. {list(extra)[:3]})")
     on_annotations, on_lanes = e2e.overlap_report(output_events)
     case.check(not on_lanes, f"{what}: partial overlaps on lane tracks: {on_lanes}")
+    # SPEC 9.6: annotation tracks are split into sub-tracks, so none may cross either.
+    case.check(not on_annotations, f"{what}: partial overlaps on annotation tracks: {on_annotations}")
     case.info(f"{what}: flows_without_slice={len(unbound)} partial overlaps: lanes="
               f"{sum(on_lanes.values())} annotation tracks={sum(on_annotations.values())}"
               + (f" {on_annotations}" if on_annotations else ""))
@@ -187,10 +191,10 @@ def run_pp4(args, shared, workdir, checks, semdiff_lint):
                    f"pp4 merge: per_rank_compaction ranks {list(per_rank)} != golden {list(expected['per_rank_compaction'])}")
         for rank, want in expected["per_rank_compaction"].items():
             got = dict(per_rank.get(rank) or {})
-            # SPEC 9.2: the only new key
-            case.check("gpu_flow_endpoints_unmapped" in got,
-                       f"pp4 merge: per_rank_compaction[{rank}] lacks gpu_flow_endpoints_unmapped")
-            got.pop("gpu_flow_endpoints_unmapped", None)
+            # SPEC 9.2 and 9.6: the only new keys
+            for new_key in NEW_SUMMARY_KEYS:
+                case.check(new_key in got, f"pp4 merge: per_rank_compaction[{rank}] lacks {new_key}")
+                got.pop(new_key, None)
             case.check(got == dict(want), f"pp4 merge: per_rank_compaction[{rank}]: golden {dict(want)}, tracelane {got}")
         spec_keys = {"input", "output", "time_alignment", "time_offsets_us", "pp_ranks", "pp_send_recv_pairs",
                      "pp_send_recv_unmatched", "pp_compute_dependency_pairs", "pp_compute_dependency_unmatched",
@@ -211,6 +215,7 @@ def run_pp4(args, shared, workdir, checks, semdiff_lint):
                    f"pp4 merge: {len(merged_unbound)} flow endpoints without a slice, inputs had {len(input_unbound)}")
         on_annotations, on_lanes = e2e.overlap_report(merged["traceEvents"])
         case.check(not on_lanes, f"pp4 merge: partial overlaps on lane tracks: {on_lanes}")
+        case.check(not on_annotations, f"pp4 merge: partial overlaps on annotation tracks: {on_annotations}")
         case.info(f"pp4 merge: flows_without_slice={len(merged_unbound)} (inputs {len(input_unbound)}), "
                   f"partial overlaps on annotation tracks={sum(on_annotations.values())}")
     yield case

@@ -72,9 +72,49 @@ TEST(ParsePpAction, ReadsUnshardWithoutMicrobatch) {
 }
 
 TEST(ParsePpAction, RequiresAFullMatch) {
-  for (const char* bad : {"PP:F0", "PP:0F", "PP:0X0", "xPP:0F0", "PP:0F0 ", " PP:0F0", "pp:0F0", "PP:0SEND0", "PP:",
-                          "PP:0RECV_F", "PP:-1F0", "PP:0F0x", "ProfilerStep#3", ""})
+  for (const char* bad : {"PP:F0", "PP:0X0", "xPP:0F0", "PP:0F0 ", " PP:0F0", "pp:0F0", "PP:0SEND0", "PP:",
+                          "PP:-1F0", "PP:0F0x", "PP:0UNSHARD1", "ProfilerStep#3", ""})
     EXPECT_FALSE(parse_pp_action(bad).has_value()) << "'" << bad << "'";
+}
+
+TEST(ParsePpAction, TheMicrobatchIsOptional) {
+  // SPEC 9.5: "PP:" + stage + op + optional microbatch.
+  auto f = parse_pp_action("PP:0F");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->op, "F");
+  EXPECT_FALSE(f->microbatch.has_value());
+  auto recv = parse_pp_action("PP:2RECV_F");
+  ASSERT_TRUE(recv.has_value());
+  EXPECT_EQ(recv->op, "RECV_F");
+  EXPECT_EQ(recv->stage, 2);
+}
+
+TEST(ParsePpActions, ZeroBubbleAndFsdpOpsAreRecognised) {
+  for (const char* op : {"I", "W", "B", "F"}) {
+    auto a = parse_pp_action(std::string("PP:1") + op + "3");
+    ASSERT_TRUE(a.has_value()) << op;
+    EXPECT_EQ(a->op, op);
+    EXPECT_EQ(*a->microbatch, 3);
+  }
+  for (const char* op : {"RESHARD", "REDUCE_GRAD", "UNSHARD"}) {
+    auto a = parse_pp_action(std::string("PP:4") + op);
+    ASSERT_TRUE(a.has_value()) << op;
+    EXPECT_EQ(a->op, op);
+  }
+}
+
+TEST(ParsePpActions, OverlapFormGivesBothSubActions) {
+  auto actions = parse_pp_actions("PP:(0F1;1B0)OVERLAP_F_B");
+  ASSERT_EQ(actions.size(), 2u);
+  EXPECT_EQ(actions[0].stage, 0);
+  EXPECT_EQ(actions[0].op, "F");
+  EXPECT_EQ(*actions[0].microbatch, 1);
+  EXPECT_EQ(actions[1].stage, 1);
+  EXPECT_EQ(actions[1].op, "B");
+  EXPECT_EQ(*actions[1].microbatch, 0);
+  EXPECT_FALSE(parse_pp_action("PP:(0F1;1B0)OVERLAP_F_B").has_value());  // not a single action
+  EXPECT_TRUE(parse_pp_actions("PP:(0F1;1SEND_B0)OVERLAP_F_B").empty());  // sub-actions are compute
+  EXPECT_TRUE(parse_pp_actions("PP:(0F1)OVERLAP_F_B").empty());
 }
 
 // --- blocks and rank-local arrows -----------------------------------------------------

@@ -32,6 +32,7 @@ TEST(CompactionSummary, ListsTheSpecKeysInOrder) {
                                    "kernel_annotations_converted",
                                    "kernel_annotation_blocks",
                                    "gpu_annotations_retained",
+                                   "annotation_subtracks",
                                    "cuda_graph_launches",
                                    "pp_rank",
                                    "pp_compute_dependency_pairs",
