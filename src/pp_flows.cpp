@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <queue>
 #include <tuple>
 
 #include "tracelane/decimal_time.hpp"
@@ -201,30 +202,90 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
 
 // Greedy nearest-midpoint matching; returns (source, destination) index pairs in the
 // order taken. Indices refer to the given vectors.
-std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vector<const Block*>& sources,
-                                                                const std::vector<const Block*>& destinations) {
-  struct Candidate {
-    __int128 distance;
-    size_t source, destination;
-  };
-  std::vector<Candidate> candidates;
-  candidates.reserve(sources.size() * destinations.size());
-  for (size_t s = 0; s < sources.size(); ++s)
-    for (size_t d = 0; d < destinations.size(); ++d) {
-      __int128 a = (__int128)sources[s]->start + sources[s]->end;
-      __int128 b = (__int128)destinations[d]->start + destinations[d]->end;
-      candidates.push_back({a > b ? a - b : b - a, s, d});
-    }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& x, const Candidate& y) { return x.distance < y.distance; });
-  std::vector<bool> source_taken(sources.size()), destination_taken(destinations.size());
+//
+// SPEC 7 defines it as: all pairs sorted by |midpoint difference|, ties by source then
+// destination order, taken while both sides are free. Materialising all pairs is
+// quadratic, and a long capture repeats each key once per step, so this produces the
+// same sequence lazily: each source walks its destinations outwards from its own
+// midpoint (nearest first; equal distances by destination order), and a heap keyed
+// (distance, source, destination) always holds each free source's next candidate. A
+// popped candidate whose destination is taken is exactly a pair the full sort would skip.
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vector<Ns>& source_sums,
+                                                                const std::vector<Ns>& destination_sums) {
+  using Wide = __int128;
+  size_t n = source_sums.size(), m = destination_sums.size();
   std::vector<std::pair<size_t, size_t>> pairs;
-  for (const auto& c : candidates) {
-    if (source_taken[c.source] || destination_taken[c.destination]) continue;
-    source_taken[c.source] = destination_taken[c.destination] = true;
-    pairs.push_back({c.source, c.destination});
+  if (n == 0 || m == 0) return pairs;
+  std::vector<size_t> by_mid(m);
+  std::iota(by_mid.begin(), by_mid.end(), size_t(0));
+  std::stable_sort(by_mid.begin(), by_mid.end(),
+                   [&](size_t a, size_t b) { return destination_sums[a] < destination_sums[b]; });
+  std::vector<Wide> sorted_mid(m);
+  for (size_t k = 0; k < m; ++k) sorted_mid[k] = destination_sums[by_mid[k]];
+
+  struct Cursor {
+    Wide mid = 0;
+    ptrdiff_t left = -1, right = 0;  // next unvisited positions in by_mid on each side
+    std::vector<size_t> group;       // destinations at the current distance, by index
+    size_t next_in_group = 0;
+    Wide group_distance = 0;
+  };
+  std::vector<Cursor> cursors(n);
+  // Moves a source to its next candidate; false when it has none left.
+  auto advance = [&](Cursor& c) {
+    if (c.next_in_group < c.group.size()) return true;
+    c.group.clear();
+    c.next_in_group = 0;
+    bool has_left = c.left >= 0, has_right = c.right < ptrdiff_t(m);
+    if (!has_left && !has_right) return false;
+    Wide left_distance = has_left ? c.mid - sorted_mid[size_t(c.left)] : 0;
+    Wide right_distance = has_right ? sorted_mid[size_t(c.right)] - c.mid : 0;
+    Wide d = !has_left ? right_distance : !has_right ? left_distance : std::min(left_distance, right_distance);
+    while (c.left >= 0 && c.mid - sorted_mid[size_t(c.left)] == d) c.group.push_back(by_mid[size_t(c.left--)]);
+    while (c.right < ptrdiff_t(m) && sorted_mid[size_t(c.right)] - c.mid == d)
+      c.group.push_back(by_mid[size_t(c.right++)]);
+    std::sort(c.group.begin(), c.group.end());
+    c.group_distance = d;
+    return true;
+  };
+  using Entry = std::tuple<Wide, size_t, size_t>;  // (distance, source, destination)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  auto push_next = [&](size_t s) {
+    Cursor& c = cursors[s];
+    if (!advance(c)) return;
+    heap.emplace(c.group_distance, s, c.group[c.next_in_group++]);
+  };
+  for (size_t s = 0; s < n; ++s) {
+    Cursor& c = cursors[s];
+    c.mid = source_sums[s];
+    c.right = std::lower_bound(sorted_mid.begin(), sorted_mid.end(), c.mid) - sorted_mid.begin();
+    c.left = c.right - 1;
+    push_next(s);
+  }
+  std::vector<bool> destination_taken(m);
+  while (!heap.empty() && pairs.size() < std::min(n, m)) {
+    auto [distance, s, d] = heap.top();
+    heap.pop();
+    if (destination_taken[d]) {
+      push_next(s);
+      continue;
+    }
+    destination_taken[d] = true;
+    pairs.push_back({s, d});
   }
   return pairs;
+}
+
+namespace {
+
+std::vector<std::pair<size_t, size_t>> pair_blocks(const std::vector<const Block*>& sources,
+                                                   const std::vector<const Block*>& destinations) {
+  std::vector<Ns> source_sums, destination_sums;
+  for (const Block* b : sources) source_sums.push_back(b->start + b->end);
+  for (const Block* b : destinations) destination_sums.push_back(b->start + b->end);
+  return pair_by_nearest_midpoint(source_sums, destination_sums);
 }
 
 class FlowMaker {
@@ -266,11 +327,20 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
   std::vector<Block> blocks = build_blocks(spans, pids);
   FlowMaker maker(result);
   PpCounts& counts = result.counts;
-  auto select = [&](auto&& predicate) {
-    std::vector<const Block*> out;
-    for (const Block& b : blocks)
-      if (predicate(b)) out.push_back(&b);
-    return out;
+  // Blocks by key, each list in block order, so no pass scans all blocks per key.
+  using GlobalKey = std::tuple<int64_t, std::string, int64_t>;          // stage, op, mb
+  using LocalKey = std::tuple<int64_t, int64_t, std::string, int64_t>;  // pid, stage, op, mb
+  std::map<GlobalKey, std::vector<const Block*>> across_pids;
+  std::map<LocalKey, std::vector<const Block*>> within_pid;
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Block*>> compute_of_stage;  // (pid, stage)
+  for (const Block& b : blocks) {
+    across_pids[{b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
+    within_pid[{b.pid, b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
+    if (is_pp_compute_op(b.op)) compute_of_stage[{b.pid, b.stage}].push_back(&b);
+  }
+  auto blocks_of = [](const auto& index, const auto& key) {
+    auto it = index.find(key);
+    return it == index.end() ? std::vector<const Block*>{} : it->second;
   };
 
   if (cross_rank) {
@@ -284,13 +354,9 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
       std::string recv_op = op == "SEND_F" ? "RECV_F" : "RECV_B";
       int64_t recv_stage = op == "SEND_F" ? stage + 1 : stage - 1;
       recv_keys_looked_for[{recv_stage, recv_op, microbatch}] = true;
-      auto sources = select([&](const Block& b) {
-        return b.op == op && b.stage == stage && b.microbatch.value_or(-1) == microbatch;
-      });
-      auto destinations = select([&](const Block& b) {
-        return b.op == recv_op && b.stage == recv_stage && b.microbatch.value_or(-1) == microbatch;
-      });
-      auto pairs = pair_by_nearest_midpoint(sources, destinations);
+      auto sources = blocks_of(across_pids, GlobalKey{stage, op, microbatch});
+      auto destinations = blocks_of(across_pids, GlobalKey{recv_stage, recv_op, microbatch});
+      auto pairs = pair_blocks(sources, destinations);
       for (auto [s, d] : pairs) {
         if (maker.add(*sources[s], *destinations[d], "pp_send_recv", true))
           ++counts.send_recv_pairs;
@@ -315,16 +381,12 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
     for (const char* x : {"F", "B", "I"}) {
       std::string direction = x[0] == 'F' ? "F" : "B";
       std::string compute = x, recv = "RECV_" + direction, send = "SEND_" + direction;
-      auto of_op = [&](const std::string& op) {
-        return select([&](const Block& b) {
-          return b.pid == pid && b.stage == stage && b.op == op && b.microbatch.value_or(-1) == microbatch;
-        });
-      };
+      auto of_op = [&](const std::string& op) { return blocks_of(within_pid, LocalKey{pid, stage, op, microbatch}); };
       auto computes = of_op(compute);
       for (const auto& [sources, destinations] :
            {std::pair{of_op(recv), computes}, std::pair{computes, of_op(send)}}) {
         if (sources.empty() || destinations.empty()) continue;
-        auto pairs = pair_by_nearest_midpoint(sources, destinations);
+        auto pairs = pair_blocks(sources, destinations);
         for (auto [s, d] : pairs) {
           if (maker.add(*sources[s], *destinations[d], "pp_compute_dependency", false))
             ++counts.compute_dependency_pairs;
@@ -337,12 +399,18 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
   }
 
   // Unshard: each UNSHARD block -> the first F/B block of its pid and stage starting at or after it.
+  for (auto& [key, list] : compute_of_stage)
+    std::stable_sort(list.begin(), list.end(), [](const Block* a, const Block* b) {
+      return a->start != b->start ? a->start < b->start : a->end < b->end;
+    });
   for (const Block& u : blocks) {
     if (u.op != "UNSHARD") continue;
     const Block* first = nullptr;
-    for (const Block& b : blocks) {
-      if (b.pid != u.pid || b.stage != u.stage || !is_pp_compute_op(b.op) || b.start < u.start) continue;
-      if (!first || b.start < first->start || (b.start == first->start && b.end < first->end)) first = &b;
+    auto it = compute_of_stage.find({u.pid, u.stage});
+    if (it != compute_of_stage.end()) {
+      auto at = std::lower_bound(it->second.begin(), it->second.end(), u.start,
+                                 [](const Block* b, Ns start) { return b->start < start; });
+      if (at != it->second.end()) first = *at;
     }
     if (!first) {
       ++counts.unshard_compute_unmatched;

@@ -66,6 +66,13 @@ struct PpResult {
   PpCounts counts;
 };
 
+// SPEC 7's pairing of repeated blocks: all (source, destination) pairs by increasing
+// |difference of midpoints|, ties by source then destination order, each taken when both
+// sides are free. Takes start+end (twice the midpoint) of each block; returns index pairs
+// in the order taken.
+std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vector<Ns>& source_sums,
+                                                                const std::vector<Ns>& destination_sums);
+
 // Builds the arrows. `cross_rank` adds send->recv arrows (merge only).
 PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
                         bool cross_rank);

@@ -1,5 +1,7 @@
 // Pipeline-parallel arrows (SPEC 7): action names, blocks, nearest-midpoint pairing and
 // the flow events.
+#include <random>
+
 #include "test_support.hpp"
 
 using namespace tracelane;
@@ -494,4 +496,99 @@ TEST(PpInCompaction, ATraceWithoutPpAnnotationsHasZeroCounts) {
   EXPECT_EQ(result.summary.pp.compute_dependency_unmatched, 0u);
   EXPECT_EQ(result.summary.pp.unshard_compute_pairs, 0u);
   EXPECT_EQ(result.summary.pp.unshard_compute_unmatched, 0u);
+}
+
+// --- full grammar (SPEC 9.5) and endpoints inside member spans (SPEC 9.6) -------------
+
+TEST(PpZeroBubble, InputGradientSitsBetweenRecvBAndSendBLikeB) {
+  std::vector<AnnotationSpan> spans = {
+      span(1, 300, 0, 10, "PP:1RECV_B0"),
+      span(1, 100, 20, 40, "PP:1I0"),
+      span(1, 100, 50, 70, "PP:1W0"),  // weight gradient: compute, but no send/recv
+      span(1, 301, 80, 90, "PP:1SEND_B0"),
+  };
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_NE(flow_named(result, "1RECV_B0 -> 1I0"), nullptr);
+  EXPECT_NE(flow_named(result, "1I0 -> 1SEND_B0"), nullptr);
+  EXPECT_EQ(result.counts.compute_dependency_pairs, 2u);
+  EXPECT_EQ(result.counts.compute_dependency_unmatched, 0u);
+  for (const auto& f : result.flows) EXPECT_EQ(f.source_operation == "W" || f.destination_operation == "W", false);
+}
+
+TEST(PpZeroBubble, UnshardPointsAtAnInputOrWeightGradientBlockToo) {
+  std::vector<AnnotationSpan> spans = {span(1, 200, 0, 5, "PP:0UNSHARD"), span(1, 100, 10, 20, "PP:0W3")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  ASSERT_NE(flow_named(result, "0UNSHARD -> 0W3"), nullptr);
+  EXPECT_EQ(result.counts.unshard_compute_pairs, 1u);
+}
+
+TEST(PpOverlap, EachSubActionOfAnOverlappedSpanIsAComputeBlock) {
+  std::vector<AnnotationSpan> spans = {
+      span(1, 300, 0, 10, "PP:0RECV_F1"),
+      span(1, 100, 20, 60, "PP:(0F1;0B0)OVERLAP_F_B"),
+      span(1, 301, 70, 80, "PP:0SEND_B0"),
+  };
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  const PpFlow* into_f = flow_named(result, "0RECV_F1 -> 0F1");
+  const PpFlow* from_b = flow_named(result, "0B0 -> 0SEND_B0");
+  ASSERT_NE(into_f, nullptr);
+  ASSERT_NE(from_b, nullptr);
+  EXPECT_EQ(into_f->destination_tid, 100);
+  EXPECT_EQ(from_b->source_ts, 20);
+}
+
+TEST(PpReshard, ReshardAndReduceGradMakeNoBlocksArrowsOrCounts) {
+  std::vector<AnnotationSpan> spans = {span(1, 200, 0, 5, "PP:0RESHARD"), span(1, 100, 10, 20, "PP:0REDUCE_GRAD"),
+                                       span(1, 100, 30, 40, "PP:0F0")};
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  EXPECT_TRUE(result.flows.empty());
+  EXPECT_EQ(result.counts.unshard_compute_pairs + result.counts.unshard_compute_unmatched +
+                result.counts.compute_dependency_pairs + result.counts.compute_dependency_unmatched,
+            0u);
+}
+
+TEST(PpEndpoints, AnArrowIntoABridgedBlockEndsInsideAMemberSpanNotInTheGap) {
+  // F0 on the main track at [0,10] and [30,40], bridged by a span on another track.
+  // RECV_F0 starts at 15: max(S.start, D.start) = 15 lies in the gap; the end moves to
+  // the nearest member's edge (10), on the member's own track.
+  std::vector<AnnotationSpan> spans = {
+      span(1, 100, 0, 10, "PP:0F0"), span(1, 555, 5, 35, "PP:0F0"), span(1, 100, 30, 40, "PP:0F0"),
+      span(1, 300, 15, 16, "PP:0RECV_F0"),
+  };
+  auto result = build_pp_flows(spans, {tracks()}, false);
+  const PpFlow* f = flow_named(result, "0RECV_F0 -> 0F0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->destination_tid, 100);
+  EXPECT_TRUE((f->destination_ts >= 0 && f->destination_ts <= 10) || (f->destination_ts >= 30 && f->destination_ts <= 40))
+      << f->destination_ts;
+}
+
+TEST(PpEndpoints, ArrowsLandOnTheSubTrackWhereTheMemberSpanIs) {
+  PidTracks t = tracks();
+  t.main_compute_subtracks = {150};
+  std::vector<AnnotationSpan> spans = {span(1, 300, 0, 5, "PP:0RECV_F0"), span(1, 150, 10, 20, "PP:0F0")};
+  auto result = build_pp_flows(spans, {t}, false);
+  const PpFlow* f = flow_named(result, "0RECV_F0 -> 0F0");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->destination_tid, 150);
+}
+
+TEST(PairByNearestMidpoint, EqualsTheAllPairsGreedyDefinitionOnRandomInputsWithTies) {
+  std::mt19937 random(1234);
+  for (int round = 0; round < 400; ++round) {
+    size_t n = random() % 9, m = random() % 9;
+    std::vector<Ns> sources(n), destinations(m);
+    for (auto& v : sources) v = Ns(random() % 12);  // small range: many equal distances
+    for (auto& v : destinations) v = Ns(random() % 12);
+    // The definition: every pair, stable-sorted by distance (ties: source, then destination).
+    std::vector<std::tuple<Ns, size_t, size_t>> all;
+    for (size_t s = 0; s < n; ++s)
+      for (size_t d = 0; d < m; ++d) all.emplace_back(std::abs(sources[s] - destinations[d]), s, d);
+    std::stable_sort(all.begin(), all.end(), [](auto& a, auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    std::vector<bool> s_taken(n), d_taken(m);
+    std::vector<std::pair<size_t, size_t>> expected;
+    for (auto& [distance, s, d] : all)
+      if (!s_taken[s] && !d_taken[d]) s_taken[s] = d_taken[d] = true, expected.push_back({s, d});
+    EXPECT_EQ(pair_by_nearest_midpoint(sources, destinations), expected) << "round " << round;
+  }
 }
