@@ -364,8 +364,26 @@ int single_trace_pp_rank(const Trace& trace) {
   return 0;
 }
 
+std::string already_laned_reason(const Trace& trace) {
+  if (const TopLevelField* flag = trace.find_top("cudaGraphInlineAnnotated"); flag && flag->value_raw == "true")
+    return "top-level cudaGraphInlineAnnotated is true";
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    const Event& event = trace.events[i];
+    if (event.has_original_stream && is_measured_cat(event.cat))
+      return "GPU slices carry args.original_stream (event #" + std::to_string(i) + ")";
+  }
+  return "";
+}
+
 CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   CompactedTrace result;
+  if (!options.force) {
+    result.already_laned = already_laned_reason(trace);
+    if (!result.already_laned.empty()) {
+      result.trace = std::move(trace);
+      return result;
+    }
+  }
   CompactSummary& summary = result.summary;
   SliceSet set;
   extract_slices(trace, set, summary);

@@ -14,6 +14,7 @@ namespace tracelane {
 
 struct CompactOptions {
   bool pp_flows = true;  // single-trace rank-local and unshard arrows (SPEC 7)
+  bool force = false;    // compact a trace that is already laned (SPEC 9.8)
 };
 
 // One compacted lane and its annotation track.
@@ -49,11 +50,17 @@ struct CompactSummary {
 };
 
 struct CompactedTrace {
+  // SPEC 9.8: newer exporters lane CUDA-graph kernels themselves. Such a trace is left as
+  // it is (unless CompactOptions::force): `already_laned` says why nothing was done.
+  std::string already_laned;
   Trace trace;
   std::vector<Lane> lanes;  // in (pid, tid) order
   std::vector<PidTracks> pid_tracks;
   CompactSummary summary;
 };
+
+// Why a trace is already laned (SPEC 9.8), or "" when it is not.
+std::string already_laned_reason(const Trace& trace);
 
 // Compacts in memory. Throws Error("<source>: event #i (byte b): ...") for SPEC 2 errors
 // and for a failed self-validation (SPEC 6).

@@ -119,10 +119,11 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 int run_compact(int argc, char** argv) {
   Common common;
-  bool no_pp_flows = false;
+  bool no_pp_flows = false, force = false;
   po::options_description options("compact options");
   add_common(options, common);
-  options.add_options()("no-pp-flows", po::bool_switch(&no_pp_flows), "do not add rank-local PP arrows");
+  options.add_options()("no-pp-flows", po::bool_switch(&no_pp_flows), "do not add rank-local PP arrows")(
+      "force", po::bool_switch(&force), "compact a trace that is already laned (SPEC 9.8)");
   std::string input_arg;
   if (int code = parse(argc, argv, "compact", options, "TRACE", input_arg); code >= 0) return code;
   if (!check_level(common.level, "compact")) return kExitUsage;
@@ -145,8 +146,20 @@ int run_compact(int argc, char** argv) {
     timer.lap("parse");
     CompactOptions compact_options;
     compact_options.pp_flows = !no_pp_flows;
+    compact_options.force = force;
     CompactedTrace compacted = compact_trace(std::move(trace), compact_options);
     timer.lap("compact");
+    if (!compacted.already_laned.empty()) {
+      // Compacting twice would only reshuffle lanes the exporter chose: write nothing.
+      JsonValue summary = JsonValue::object();
+      summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::null());
+      summary.set("status", JsonValue::string("already laned"));
+      summary.set("reason", JsonValue::string(compacted.already_laned));
+      std::cout << summary.dump(2) << std::endl;
+      std::cerr << input.string() << ": already laned (" << compacted.already_laned
+                << "); nothing written (--force compacts anyway)\n";
+      return kExitOk;
+    }
     std::string text = write_compacted(compacted);
     timer.lap("serialise");
     std::string bytes = cli::encode_for(output, std::move(text), common.level);
@@ -169,8 +182,10 @@ int run_compact(int argc, char** argv) {
 
 int run_merge(int argc, char** argv) {
   Common common;
+  bool force = false;
   po::options_description options("merge options");
   add_common(options, common);
+  options.add_options()("force", po::bool_switch(&force), "merge ranks that are already laned (SPEC 9.8)");
   std::string input_arg;
   if (int code = parse(argc, argv, "merge", options, "DIR_OR_ONE_RANK_FILE", input_arg); code >= 0) return code;
   if (!check_level(common.level, "merge")) return kExitUsage;
@@ -191,7 +206,18 @@ int run_merge(int argc, char** argv) {
       Trace trace = parse_trace(cli::read_trace_bytes(file), file.string());
       CompactOptions compact_options;
       compact_options.pp_flows = false;
+      compact_options.force = force;
       inputs.push_back({file.filename().string(), compact_trace(std::move(trace), compact_options)});
+      if (!inputs.back().compacted.already_laned.empty()) {
+        JsonValue summary = JsonValue::object();
+        summary.set("input", JsonValue::string(file.string())).set("output", JsonValue::null());
+        summary.set("status", JsonValue::string("already laned"));
+        summary.set("reason", JsonValue::string(inputs.back().compacted.already_laned));
+        std::cout << summary.dump(2) << std::endl;
+        std::cerr << file.string() << ": already laned (" << inputs.back().compacted.already_laned
+                  << "); nothing written (--force merges anyway)\n";
+        return kExitOk;
+      }
     }
     timer.lap("compact");
     MergeResult merged = merge_ranks(std::move(inputs));

@@ -330,6 +330,7 @@ struct SweepOptions {
   int jobs = 1;
   int level = 1;
   bool overwrite = false, dry_run = false, quiet = false;
+  bool force = false;  // compact traces that are already laned (SPEC 9.8)
   std::optional<Shard> shard;
 };
 
@@ -377,6 +378,7 @@ struct RankTask {
   std::optional<Trace> trace;
   std::optional<CompactedTrace> compacted;
   bool failed = false;
+  bool already_laned = false;  // SPEC 9.8: left as it is, not a failure
 };
 
 struct IterationTask {
@@ -722,8 +724,16 @@ class Sweep {
       CompactOptions compact_options;
       // A rank that will be merged gets its PP arrows in the merged file (SPEC 8).
       compact_options.pp_flows = !task.for_merge;
+      compact_options.force = options_.force;
       task.compacted.emplace(compact_trace(std::move(*task.trace), compact_options));
       task.trace.reset();
+      if (!task.compacted->already_laned.empty()) {
+        // Not a failure: the exporter laned it already; nothing to write (SPEC 9.8).
+        task.already_laned = true;
+        task.write_output = false;
+        task.row.set("status", std::string("already laned")).set("error", task.compacted->already_laned);
+        return id;
+      }
       fill_summary(task.row, task.compacted->summary);
     } catch (...) {
       fail(task, describe_exception());
@@ -758,14 +768,23 @@ class Sweep {
     IterationTask& iteration = *task.iteration;
     if (iteration.ranks_done.fetch_add(1) + 1 != iteration.ranks.size()) return;
     // The last rank of the iteration: every sibling has finished (acquire by the RMW).
-    std::string failed_files;
-    for (size_t r : iteration.ranks)
+    std::string failed_files, laned_files;
+    for (size_t r : iteration.ranks) {
       if (ranks_[r]->failed) failed_files += (failed_files.empty() ? "" : ", ") + ranks_[r]->file->path.filename().string();
-    if (failed_files.empty()) {
+      if (ranks_[r]->already_laned)
+        laned_files += (laned_files.empty() ? "" : ", ") + ranks_[r]->file->path.filename().string();
+    }
+    if (failed_files.empty() && laned_files.empty()) {
       std::get<1>(ports).try_put(iteration.index);
       return;
     }
     for (size_t r : iteration.ranks) ranks_[r]->compacted.reset();
+    if (failed_files.empty()) {
+      iteration.merge_row.set("status", std::string("already laned"))
+          .set("error", iteration.dir->dir.string() + ": not merged: already laned: " + laned_files);
+      std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::group_done, iteration.index});
+      return;
+    }
     iteration.merge_row.set("status", std::string("failed"))
         .set("error", iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
     std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::group_done, iteration.index});
@@ -830,6 +849,7 @@ int run_sweep(int argc, char** argv) {
       "memory", po::value(&memory),
       "budget for trace data in flight, e.g. 512M, 4G (default: half the memory of the machine or job)")(
       "overwrite", po::bool_switch(&options.overwrite), "redo outputs that are up to date")(
+      "force", po::bool_switch(&options.force), "compact traces that are already laned (SPEC 9.8)")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
       "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv (default: ROOT)")(
