@@ -16,6 +16,7 @@
 #include "tracelane/event_writer.hpp"
 #include "tracelane/lanes.hpp"
 #include "tracelane/merge.hpp"
+#include "tracelane/rules.hpp"
 
 namespace tracelane {
 namespace {
@@ -34,7 +35,7 @@ bool legacy_stream_tid(const Id& tid, const Id& stream) {
 
 // Pass 1: find the measured slices (SPEC 2), the cuda_sync slices that sit on their
 // streams (SPEC 9.3), and the old streams they live on.
-void extract_slices(Trace& trace, SliceSet& set, CompactSummary& summary) {
+void extract_slices(Trace& trace, const Rules& rules, SliceSet& set, CompactSummary& summary) {
   auto& events = trace.events;
   for (size_t i = 0; i < events.size(); ++i) {
     Event& event = events[i];
@@ -55,7 +56,7 @@ void extract_slices(Trace& trace, SliceSet& set, CompactSummary& summary) {
       throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.tid.text) +
                   " differs from args.stream " + std::string(event.stream.text));
     if (event.dur.ns < 0) throw Error(where(trace, i) + ": " + cat + " slice has negative dur");
-    set.add(trace, uint32_t(i), classify_slice(event.cat, event.name));
+    set.add(trace, uint32_t(i), rules.classify(event.cat, event.name));
     ++summary.measured_slices;
   }
   if (set.slices.empty()) throw Error(trace.source + ": no GPU kernel/memcpy/memset slices");
@@ -66,15 +67,15 @@ void extract_slices(Trace& trace, SliceSet& set, CompactSummary& summary) {
     if (event.tid.value != event.stream.value) continue;
     if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
     if (!set.find_stream(event.pid.value, event.tid.text)) continue;
-    set.add(trace, uint32_t(i), classify_slice(event.cat, event.name));
+    set.add(trace, uint32_t(i), rules.classify(event.cat, event.name));
   }
   set.finish(trace);
   summary.original_streams = set.streams.size();
 }
 
 // Pass 2: lanes per (GPU pid, group), then tids for lanes and for annotation tracks.
-std::vector<Lane> assign_lane_tids(Trace& trace, SliceSet& set) {
-  const auto& groups = default_groups();
+std::vector<Lane> assign_lane_tids(Trace& trace, const Rules& rules, SliceSet& set) {
+  const auto& groups = rules.groups();
   // (pid, group) -> slice indices, in traceEvents order.
   std::map<std::pair<int64_t, int>, std::vector<uint32_t>> families;
   for (uint32_t s = 0; s < set.slices.size(); ++s) families[{set.slices[s].pid, set.slices[s].group}].push_back(s);
@@ -93,6 +94,7 @@ std::vector<Lane> assign_lane_tids(Trace& trace, SliceSet& set) {
       Lane lane;
       lane.pid = key.first;
       lane.group = key.second;
+      lane.group_id = groups[key.second].id;
       lane.number = k;
       lane.lanes_in_group = count;
       lane.tid = next_tid++;
@@ -300,16 +302,15 @@ void validate(const Trace& trace, const SliceSet& set, uint8_t allowed_changes) 
 
 // PP block building needs each GPU pid's main compute and unshard annotation tracks.
 std::vector<PidTracks> pid_tracks_of(const std::vector<Lane>& lanes) {
-  const auto& groups = default_groups();
   std::vector<PidTracks> result;
   for (const Lane& lane : lanes) {
     if (result.empty() || result.back().pid != lane.pid) result.push_back({lane.pid});
     PidTracks& tracks = result.back();
-    if (groups[lane.group].id == "compute" && lane.number == 0) {
+    if (lane.group_id == "compute" && lane.number == 0) {
       tracks.main_compute_track = lane.annotation_tid;
       tracks.main_compute_subtracks = lane.annotation_subtracks;
     }
-    if (groups[lane.group].id == "nccl_all_gather" && lane.number < 2) {
+    if (lane.group_id == "nccl_all_gather" && lane.number < 2) {
       tracks.unshard_tracks.push_back(lane.annotation_tid);
       for (int64_t sub : lane.annotation_subtracks) tracks.unshard_tracks.push_back(sub);
     }
@@ -385,21 +386,19 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
     }
   }
   CompactSummary& summary = result.summary;
+  const Rules& rules = options.rules ? *options.rules : Rules::defaults();
   SliceSet set;
-  extract_slices(trace, set, summary);
-  result.lanes = assign_lane_tids(trace, set);
+  extract_slices(trace, rules, set, summary);
+  result.lanes = assign_lane_tids(trace, rules, set);
   remap_related(trace, set, result.lanes, summary);
   summary.gpu_annotations_coalesced = coalesce_annotations(trace);
   annotate_kernel_runs(trace, result.lanes, summary);
   split_crossing_annotation_tracks(trace, result.lanes, summary);
   add_lane_metadata(trace, result.lanes);
 
-  const auto& groups = default_groups();
   summary.compacted_lanes = result.lanes.size();
-  for (const Slice& slice : set.slices) {
-    ++summary.slice_groups[groups[slice.group].id];
-  }
-  for (const Lane& lane : result.lanes) ++summary.lanes_by_group[groups[lane.group].id];
+  for (const Slice& slice : set.slices) ++summary.slice_groups[rules.groups()[slice.group].id];
+  for (const Lane& lane : result.lanes) ++summary.lanes_by_group[lane.group_id];
 
   result.pid_tracks = pid_tracks_of(result.lanes);
 
@@ -410,7 +409,7 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
     summary.has_pp = true;
     summary.pp_rank = single_trace_pp_rank(trace);
     for (auto& tracks : result.pid_tracks) tracks.pp_rank = summary.pp_rank;
-    PpResult pp = build_pp_flows(collect_annotation_spans(trace), result.pid_tracks, false);
+    PpResult pp = build_pp_flows(collect_annotation_spans(trace), result.pid_tracks, false, options.rules);
     append_pp_flow_events(pp.flows, trace);
     summary.pp = pp.counts;
     set_top_level(trace, "cuda_graph_pp_local_flows",

@@ -71,7 +71,7 @@ struct RankState {
 }  // namespace
 
 
-MergeResult merge_ranks(std::vector<MergeInput> inputs) {
+MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   if (inputs.size() < 2) throw Error("merge needs at least two rank traces, found " + std::to_string(inputs.size()));
   MergeResult result;
   MergeSummary& summary = result.summary;
@@ -226,7 +226,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs) {
   for (const auto& r : ranks) summary.time_offsets_ns.push_back({r.global_rank, r.offset_ns});
   for (const auto& r : ranks) summary.per_rank.push_back({r.global_rank, r.input->compacted.summary});
 
-  PpResult pp = build_pp_flows(spans, pid_tracks, true);
+  PpResult pp = build_pp_flows(spans, pid_tracks, true, rules);
   summary.pp = pp.counts;
   append_pp_flow_events(pp.flows, flows_holder);
 

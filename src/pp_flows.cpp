@@ -20,6 +20,7 @@
 
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/event_writer.hpp"
+#include "tracelane/rules.hpp"
 
 namespace tracelane {
 
@@ -123,7 +124,8 @@ struct Block {
 
 using BlockKey = std::tuple<int64_t, int64_t, std::string, int64_t>;  // pid, stage, op, microbatch (-1: none)
 
-std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids) {
+std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
+                                const Rules& rules) {
   std::map<int64_t, const PidTracks*> tracks_of;
   for (const auto& t : pids) tracks_of[t.pid] = &t;
   struct Use {
@@ -132,8 +134,7 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
   };
   std::map<BlockKey, std::vector<Use>> by_key;  // in input order
   for (size_t i = 0; i < spans.size(); ++i) {
-    if (spans[i].name.substr(0, 3) != "PP:") continue;
-    for (PpAction& action : parse_pp_actions(spans[i].name)) {
+    for (PpAction& action : rules.pp_actions(spans[i].name)) {
       if (action.op == "RESHARD" || action.op == "REDUCE_GRAD") continue;  // no blocks (SPEC 9.5)
       BlockKey key{spans[i].pid, action.stage, action.op, action.microbatch.value_or(-1)};
       by_key[key].push_back({i, std::move(action)});
@@ -141,7 +142,11 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
   }
   std::vector<Block> blocks;
   for (auto& [key, uses] : by_key) {
-    const auto& [pid, stage, op, microbatch] = key;
+    // Named references, not a structured binding: clang before 16 cannot capture bindings
+    // in the lambdas below.
+    const int64_t& pid = std::get<0>(key);
+    const int64_t& stage = std::get<1>(key);
+    const std::string& op = std::get<2>(key);
     auto tracks_it = tracks_of.find(pid);
     const PidTracks* tracks = tracks_it == tracks_of.end() ? nullptr : tracks_it->second;
     std::stable_sort(uses.begin(), uses.end(), [&](const Use& a, const Use& b) {
@@ -322,9 +327,9 @@ class FlowMaker {
 }  // namespace
 
 PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank) {
+                        bool cross_rank, const Rules* rules) {
   PpResult result;
-  std::vector<Block> blocks = build_blocks(spans, pids);
+  std::vector<Block> blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
   FlowMaker maker(result);
   PpCounts& counts = result.counts;
   // Blocks by key, each list in block order, so no pass scans all blocks per key.
@@ -376,7 +381,9 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
   for (const Block& b : blocks)
     if (b.op != "UNSHARD") local_keys[{b.pid, b.stage, b.microbatch.value_or(-1)}] = true;
   for (const auto& [key, unused] : local_keys) {
-    const auto& [pid, stage, microbatch] = key;
+    const int64_t& pid = std::get<0>(key);  // not a binding: captured below (clang < 16)
+    const int64_t& stage = std::get<1>(key);
+    const int64_t& microbatch = std::get<2>(key);
     // I (input gradient, zero-bubble schedules) sits between RECV_B and SEND_B like B.
     for (const char* x : {"F", "B", "I"}) {
       std::string direction = x[0] == 'F' ? "F" : "B";

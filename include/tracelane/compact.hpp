@@ -12,7 +12,10 @@
 
 namespace tracelane {
 
+class Rules;
+
 struct CompactOptions {
+  const Rules* rules = nullptr;  // classification and PP rules (SPEC 9.9); null: built-in
   bool pp_flows = true;  // single-trace rank-local and unshard arrows (SPEC 7)
   bool force = false;    // compact a trace that is already laned (SPEC 9.8)
 };
@@ -20,7 +23,8 @@ struct CompactOptions {
 // One compacted lane and its annotation track.
 struct Lane {
   int64_t pid = 0;
-  int group = 0;          // index into default_groups()
+  int group = 0;          // index into the rules' groups
+  std::string group_id;   // "compute", "nccl_all_gather", ...
   uint32_t number = 0;    // 0-based within (pid, group)
   uint32_t lanes_in_group = 1;
   int64_t tid = 0;

@@ -42,6 +42,7 @@ struct MergeResult {
 };
 
 // Merges ranks given in file order (sorted by the number in rank<N>_trace). Throws Error.
-MergeResult merge_ranks(std::vector<MergeInput> inputs);
+// `rules` says which annotations are PP actions (null: built-in, SPEC 7 and 9.5).
+MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules = nullptr);
 
 }  // namespace tracelane

@@ -73,9 +73,12 @@ struct PpResult {
 std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vector<Ns>& source_sums,
                                                                 const std::vector<Ns>& destination_sums);
 
-// Builds the arrows. `cross_rank` adds send->recv arrows (merge only).
+class Rules;
+
+// Builds the arrows. `cross_rank` adds send->recv arrows (merge only). `rules` says which
+// annotation names are PP actions (null: SPEC 7 and 9.5's grammar).
 PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank);
+                        bool cross_rank, const Rules* rules = nullptr);
 
 // Appends each flow as two events (ph s and ph f) to `trace`.
 void append_pp_flow_events(const std::vector<PpFlow>& flows, Trace& trace);

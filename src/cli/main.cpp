@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "check_command.hpp"
 #include "files.hpp"
@@ -13,6 +14,7 @@
 #include "sweep.hpp"
 #include "tracelane/compact.hpp"
 #include "tracelane/merge.hpp"
+#include "tracelane/rules.hpp"
 #include "tracelane/summary.hpp"
 
 namespace po = boost::program_options;
@@ -41,6 +43,11 @@ const char* kUsage =
     "      join the partial reports of sweep --shard K/N runs into one\n"
     "  check ORIGINAL COMPACTED [--list N]\n"
     "      verify a single-trace compaction independently; exit 1 on any violation\n"
+    "  rules --print-defaults | --check FILE\n"
+    "      the built-in classification and PP rules, or validate a --rules file\n"
+    "\n"
+    "compact, merge and sweep take --rules FILE; compact and merge take --force for\n"
+    "traces that are already laned.\n"
     "\n"
     "  tracelane <command> --help   options of a command\n"
     "  tracelane --version\n";
@@ -61,6 +68,8 @@ class Timer {
 };
 
 struct Common {
+  std::string rules_file;
+  std::optional<Rules> rules;  // loaded before any trace is read
   std::string output;
   bool overwrite = false;
   int level = kDefaultLevel;
@@ -73,7 +82,55 @@ void add_common(po::options_description& options, Common& common) {
       "overwrite", po::bool_switch(&common.overwrite), "replace an existing output")(
       "level", po::value(&common.level)->default_value(kDefaultLevel),
       "gzip level, 0 (store) to 12 (smallest); libdeflate's scale")(
-      "timings", po::bool_switch(&common.timings), "print the time of each phase on stderr");
+      "timings", po::bool_switch(&common.timings), "print the time of each phase on stderr")(
+      "rules", po::value(&common.rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)");
+}
+
+// A bad rules file stops the command before any trace is read.
+bool load_rules(Common& common) {
+  if (common.rules_file.empty()) return true;
+  try {
+    common.rules = Rules::parse(cli::read_file(common.rules_file), common.rules_file);
+    return true;
+  } catch (const Error& e) {
+    std::cerr << e.what() << "\n";
+    return false;
+  }
+}
+
+int run_rules(int argc, char** argv) {
+  bool print_defaults = false;
+  std::string check;
+  po::options_description options("rules options");
+  options.add_options()("help,h", "show this help")("print-defaults", po::bool_switch(&print_defaults),
+                                                    "print the built-in rules (SPEC 3 and 7) as a rules file")(
+      "check", po::value(&check), "validate a rules file and print the groups it defines");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "tracelane rules: " << e.what() << "\n\n" << options;
+    return kExitUsage;
+  }
+  if (vm.count("help") || (!print_defaults && check.empty())) {
+    std::cout << "usage: tracelane rules --print-defaults | --check FILE\n\n" << options;
+    return vm.count("help") ? kExitOk : kExitUsage;
+  }
+  if (print_defaults) {
+    std::cout << Rules::default_json();
+    return kExitOk;
+  }
+  try {
+    Rules rules = Rules::parse(cli::read_file(check), check);
+    std::cout << check << ": ok; groups in order:";
+    for (const auto& group : rules.groups()) std::cout << " " << group.id << " (\"" << group.label << "\")";
+    std::cout << "\n";
+    return kExitOk;
+  } catch (const Error& e) {
+    std::cerr << e.what() << "\n";
+    return kExitUsage;
+  }
 }
 
 // Parses a subcommand's options; returns -1 to continue, else an exit code.
@@ -126,7 +183,7 @@ int run_compact(int argc, char** argv) {
       "force", po::bool_switch(&force), "compact a trace that is already laned (SPEC 9.8)");
   std::string input_arg;
   if (int code = parse(argc, argv, "compact", options, "TRACE", input_arg); code >= 0) return code;
-  if (!check_level(common.level, "compact")) return kExitUsage;
+  if (!check_level(common.level, "compact") || !load_rules(common)) return kExitUsage;
   fs::path input(input_arg);
   fs::path output = common.output.empty() ? cli::default_compact_output(input) : fs::path(common.output);
   boost::system::error_code ec;
@@ -147,6 +204,7 @@ int run_compact(int argc, char** argv) {
     CompactOptions compact_options;
     compact_options.pp_flows = !no_pp_flows;
     compact_options.force = force;
+    compact_options.rules = common.rules ? &*common.rules : nullptr;
     CompactedTrace compacted = compact_trace(std::move(trace), compact_options);
     timer.lap("compact");
     if (!compacted.already_laned.empty()) {
@@ -188,7 +246,7 @@ int run_merge(int argc, char** argv) {
   options.add_options()("force", po::bool_switch(&force), "merge ranks that are already laned (SPEC 9.8)");
   std::string input_arg;
   if (int code = parse(argc, argv, "merge", options, "DIR_OR_ONE_RANK_FILE", input_arg); code >= 0) return code;
-  if (!check_level(common.level, "merge")) return kExitUsage;
+  if (!check_level(common.level, "merge") || !load_rules(common)) return kExitUsage;
   fs::path input(input_arg);
   boost::system::error_code ec;
   fs::path dir = fs::is_directory(input, ec) ? input : input.parent_path();
@@ -207,6 +265,7 @@ int run_merge(int argc, char** argv) {
       CompactOptions compact_options;
       compact_options.pp_flows = false;
       compact_options.force = force;
+      compact_options.rules = common.rules ? &*common.rules : nullptr;
       inputs.push_back({file.filename().string(), compact_trace(std::move(trace), compact_options)});
       if (!inputs.back().compacted.already_laned.empty()) {
         JsonValue summary = JsonValue::object();
@@ -220,7 +279,7 @@ int run_merge(int argc, char** argv) {
       }
     }
     timer.lap("compact");
-    MergeResult merged = merge_ranks(std::move(inputs));
+    MergeResult merged = merge_ranks(std::move(inputs), common.rules ? &*common.rules : nullptr);
     timer.lap("merge");
     std::string bytes = cli::encode_for(output, std::move(merged.json), common.level);
     timer.lap("compress");
@@ -258,6 +317,7 @@ int main(int argc, char** argv) {
   }
   if (command == "compact") return run_compact(argc - 1, argv + 1);
   if (command == "merge") return run_merge(argc - 1, argv + 1);
+  if (command == "rules") return run_rules(argc - 1, argv + 1);
   if (command == "sweep") return cli::run_sweep(argc - 1, argv + 1);
   if (command == "report") return cli::run_report(argc - 1, argv + 1);
   if (command == "check") return cli::run_check(argc - 1, argv + 1);

@@ -50,6 +50,7 @@
 #include "report.hpp"
 #include "tracelane/compact.hpp"
 #include "tracelane/merge.hpp"
+#include "tracelane/rules.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
@@ -331,6 +332,7 @@ struct SweepOptions {
   int level = 1;
   bool overwrite = false, dry_run = false, quiet = false;
   bool force = false;  // compact traces that are already laned (SPEC 9.8)
+  std::optional<Rules> rules;  // --rules FILE, loaded before any trace is read
   std::optional<Shard> shard;
 };
 
@@ -725,6 +727,7 @@ class Sweep {
       // A rank that will be merged gets its PP arrows in the merged file (SPEC 8).
       compact_options.pp_flows = !task.for_merge;
       compact_options.force = options_.force;
+      compact_options.rules = options_.rules ? &*options_.rules : nullptr;
       task.compacted.emplace(compact_trace(std::move(*task.trace), compact_options));
       task.trace.reset();
       if (!task.compacted->already_laned.empty()) {
@@ -801,7 +804,7 @@ class Sweep {
         inputs.push_back({task.file->path.filename().string(), std::move(*task.compacted)});
         task.compacted.reset();
       }
-      MergeResult merged = merge_ranks(std::move(inputs));
+      MergeResult merged = merge_ranks(std::move(inputs), options_.rules ? &*options_.rules : nullptr);
       std::string bytes = encode_for(iteration.merged_output, std::move(merged.json), options_.level);
       write_atomically(iteration.merged_output, bytes, true);
       const MergeSummary& summary = merged.summary;
@@ -841,7 +844,7 @@ const char* kSweepUsage = "usage: tracelane sweep ROOT [options]\n";
 int run_sweep(int argc, char** argv) {
   namespace po = boost::program_options;
   SweepOptions options;
-  std::string root, report_dir, memory, shard;
+  std::string root, report_dir, memory, shard, rules_file;
   int jobs = 0;
   po::options_description described("sweep options");
   described.add_options()("help,h", "show this help")(
@@ -850,6 +853,7 @@ int run_sweep(int argc, char** argv) {
       "budget for trace data in flight, e.g. 512M, 4G (default: half the memory of the machine or job)")(
       "overwrite", po::bool_switch(&options.overwrite), "redo outputs that are up to date")(
       "force", po::bool_switch(&options.force), "compact traces that are already laned (SPEC 9.8)")(
+      "rules", po::value(&rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
       "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv (default: ROOT)")(
@@ -878,6 +882,14 @@ int run_sweep(int argc, char** argv) {
     return kExitUsage;
   };
   if (root.empty()) return usage_error("missing ROOT");
+  if (!rules_file.empty()) {
+    try {
+      options.rules = Rules::parse(read_file(rules_file), rules_file);
+    } catch (const Error& e) {
+      std::cerr << e.what() << "\n";
+      return kExitUsage;
+    }
+  }
   options.root = root;
   boost::system::error_code ec;
   if (!fs::is_directory(options.root, ec)) return usage_error(root + ": not a directory");

@@ -1,0 +1,56 @@
+// Classification and PP annotation rules (SPEC 3, 7 and 9.9): which lane group a GPU
+// slice joins, the groups' order and labels, and which annotation names are PP actions.
+// The built-in defaults are a rules document too (Rules::default_json), so what
+// `tracelane rules --print-defaults` prints is exactly what runs.
+#pragma once
+
+#include <memory>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracelane/classify.hpp"
+#include "tracelane/pp_flows.hpp"
+
+namespace tracelane {
+
+struct ClassifyRule {
+  std::string where;                       // "classify rule #3" for messages
+  std::vector<std::string> cats;           // any of these (empty: any cat)
+  std::vector<std::string> name_contains;  // all of these, case-insensitive (stored lower-case)
+  std::string name_regex_text;             // ECMAScript, case-insensitive search
+  std::shared_ptr<const std::regex> name_regex;
+  int group = 0;
+};
+
+struct PpPattern {
+  std::string regex_text;  // full match
+  std::shared_ptr<const std::regex> regex;
+  int stage = 1, op = 2, microbatch = 3;  // capture group numbers (microbatch 0: none)
+};
+
+class Rules {
+ public:
+  // SPEC 3 and 7 as a rules document.
+  static const std::string& default_json();
+  static const Rules& defaults();
+  // Parses and checks a rules document; throws Error("<source>: <rule>: <problem>").
+  static Rules parse(std::string_view json, const std::string& source);
+
+  // Groups in display order: the listed ones, then those only rules name, sorted by id.
+  const std::vector<GroupInfo>& groups() const { return groups_; }
+  int group_index(std::string_view id) const;  // -1 when unknown
+  int classify(std::string_view cat, std::string_view name) const;
+  // The PP actions an annotation name stands for (SPEC 7, 9.5), under these rules.
+  std::vector<PpAction> pp_actions(std::string_view name) const;
+
+ private:
+  std::vector<GroupInfo> groups_;
+  std::vector<ClassifyRule> rules_;
+  int fallback_group_ = 0;
+  std::string pp_prefix_ = "PP:";
+  std::vector<PpPattern> pp_patterns_;
+};
+
+}  // namespace tracelane
