@@ -1,7 +1,7 @@
 // The sweep report (tracelane_report.json and .csv): one row per rank file, one per merged
 // iteration, one per discovery problem, plus totals; and `tracelane report --combine`,
 // which joins the partial reports of `sweep --shard K/N` into the report a single node
-// would have written. REPORT.md documents every column.
+// would have written. README.md ("The sweep report") documents every column.
 #pragma once
 
 #include <boost/filesystem.hpp>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compare tracelane sweep reports, ignoring the timing columns (REPORT.md).
+"""Compare tracelane sweep reports, ignoring the timing columns (README.md, "The sweep report").
 
     compare_reports.py REFERENCE OTHER...
 
