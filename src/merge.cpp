@@ -106,7 +106,14 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   if (!absolute) {
     common = INT64_MAX;
     for (const auto& b : bases) common = std::min(common, *b);
-    for (size_t i = 0; i < inputs.size(); ++i) ranks[i].offset_ns = *bases[i] - common;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // In __int128: two int64 bases can differ by more than int64 holds.
+      __int128 offset = (__int128)*bases[i] - common;
+      if (offset > kMaxTimeNs)
+        throw Error(inputs[i].compacted.trace.source + ": baseTimeNanoseconds is " + std::to_string(int64_t(offset / 1000000000)) +
+                    " s after the earliest rank's; cannot align clocks");
+      ranks[i].offset_ns = Ns(offset);
+    }
   }
   summary.time_alignment = absolute ? "absolute timestamps" : "baseTimeNanoseconds";
 
@@ -176,6 +183,8 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
     std::unordered_map<std::string_view, int64_t> new_id;
     int64_t id_base = int64_t(rank.pp_rank + 1) * 1000000000;
     for (Event& event : trace.events) {
+      // A rank compacted with its single-trace arrows gets the merged file's arrows instead.
+      if (event.pp_flow) event.dropped = true;
       if (event.dropped) continue;
       if (event.ph == "M" && event.name == "process_sort_index") {
         event.dropped = true;
@@ -189,7 +198,10 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
         event.changed |= 1u << kPid;
       }
       if (rank.offset_ns && event.ts.numeric && event.spans[kTs].length) {
-        event.new_ts = event.final_ts() + rank.offset_ns;
+        event.new_ts = event.final_ts() + rank.offset_ns;  // both within kMaxTimeNs: no overflow
+        if (event.new_ts > kMaxTimeNs)
+          throw Error(trace.source + ": event #" + std::to_string(&event - trace.events.data()) +
+                      ": ts moved by the clock offset beyond " + std::to_string(kMaxTimeNs / 1000) + " us");
         event.changed |= 1u << kTs;
       }
       if (event.is_flow() && event.id.present()) {

@@ -23,7 +23,7 @@ std::optional<int64_t> read_base_time_ns(const Trace& trace, bool& present_but_i
 
 struct MergeInput {
   std::string name;  // file name, for the summary and messages
-  CompactedTrace compacted;  // compacted on its own, without single-trace arrows
+  CompactedTrace compacted;  // compacted on its own; single-trace PP arrows, if any, are replaced
 };
 
 struct MergeSummary {

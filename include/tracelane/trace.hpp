@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -71,6 +72,7 @@ struct Event {
   bool dropped = false;
   bool name_prefixed = false;  // merge: args.name gets the rank prefix
   bool lane_metadata = false;  // a thread_name/thread_sort_index tracelane made for a lane
+  bool pp_flow = false;        // an end of a PP arrow tracelane made (SPEC 7)
   int64_t new_pid = 0, new_tid = 0, new_id = 0;
   Ns new_ts = 0, new_dur = 0;
 
@@ -126,9 +128,17 @@ struct Trace {
   }
 };
 
+struct ParseOptions {
+  // A document larger than this is read in chunks of whole events (SPEC 9.10): simdjson
+  // reads at most 4 GiB in one document. 0 means simdjson's largest document less a
+  // margin; tests lower it to exercise the chunked path on small traces.
+  size_t max_document_bytes = 0;
+};
+
 // Parses a trace from decompressed JSON bytes. Takes ownership of `json`. Throws Error
 // with "<source>: <reason>" on anything that is not a Kineto trace.
 Trace parse_trace(std::string json, std::string source);
+Trace parse_trace(std::string json, std::string source, const ParseOptions& options);
 
 // Builds a new event's text field by field, remembering where the values that merge may
 // rewrite sit, so synthesised events are patched exactly like read ones.

@@ -24,6 +24,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -147,6 +148,8 @@ struct Walker {
         continue;  // a dangling link is not an input
       }
       if (S_ISDIR(entry.st_mode)) {
+        if (is_sweep_input_name(name, nullptr))
+          out.problems.push_back({join(rel, name), "is a directory, not a trace file (not read as a rank)", false});
         subdirs.push_back(name);
         continue;
       }
@@ -724,8 +727,9 @@ class Sweep {
     if (task.failed) return id;
     try {
       CompactOptions compact_options;
-      // A rank that will be merged gets its PP arrows in the merged file (SPEC 8).
-      compact_options.pp_flows = !task.for_merge;
+      // Every rank output gets its single-trace arrows, as `compact` writes it; the merge
+      // replaces them with the merged file's own (SPEC 7, 8).
+      compact_options.pp_flows = true;
       compact_options.force = options_.force;
       compact_options.rules = options_.rules ? &*options_.rules : nullptr;
       task.compacted.emplace(compact_trace(std::move(*task.trace), compact_options));
@@ -841,6 +845,53 @@ const char* kSweepUsage = "usage: tracelane sweep ROOT [options]\n";
 
 }  // namespace
 
+namespace {
+
+// Two sweeps of one tree would redo each other's work and race on the report, so a sweep
+// holds an flock on ROOT/.tracelane.lock (which stays, holding the last holder's pid):
+// exclusive for a whole-tree sweep, shared for a --shard run, so the shards of a Slurm
+// array run together but not beside a whole-tree sweep. The kernel drops the lock when
+// the process ends, however it ends. Where locks are unsupported (some network file
+// systems) or the root is read-only, the sweep warns and runs unlocked.
+class TreeLock {
+ public:
+  ~TreeLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // "" when locked (or unlockable: warned), else why the sweep must not start.
+  std::string take(const fs::path& root, bool shared) {
+    fs::path path = root / ".tracelane.lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      std::cerr << "warning: " << path.string() << ": cannot create the lock file (" << std::strerror(errno)
+                << "); not guarding against another sweep of this tree\n";
+      return "";
+    }
+    if (::flock(fd_, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+      int e = errno;
+      if (e != EWOULDBLOCK) {
+        std::cerr << "warning: " << path.string() << ": cannot lock (" << std::strerror(e)
+                  << "); not guarding against another sweep of this tree\n";
+        return "";
+      }
+      char buf[32] = {};
+      ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+      long pid = n > 0 ? std::atol(buf) : 0;
+      return "another sweep is running on " + root.string() + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
+    }
+    std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+      // the pid is only for the other sweep's message
+    }
+    return "";
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
 int run_sweep(int argc, char** argv) {
   namespace po = boost::program_options;
   SweepOptions options;
@@ -909,6 +960,14 @@ int run_sweep(int argc, char** argv) {
   if (options.level < 0 || options.level > 12) return usage_error("--level must be between 0 and 12");
   options.report_dir = report_dir.empty() ? options.root : fs::path(report_dir);
 
+  TreeLock lock;  // held until the report is written
+  if (!options.dry_run) {
+    std::string busy = lock.take(options.root, options.shard.has_value());
+    if (!busy.empty()) {
+      std::cerr << "tracelane sweep: " << busy << "\n";
+      return kExitUsage;
+    }
+  }
   auto started = std::chrono::steady_clock::now();
   Discovery discovery = discover(options.root);
   // Discovery problems belong to the whole tree: shard 0 reports them, so a combined
