@@ -138,7 +138,8 @@ void append_canonical(std::string& out, simdjson::dom::element value) {
     case element_type::UINT64: out += std::to_string(uint64_t(value)); break;
     case element_type::DOUBLE: {
       double d = double(value);
-      if (d == double(int64_t(d)) && d > -9e18 && d < 9e18) {
+      // Range first: converting a double beyond int64 is undefined behaviour.
+      if (d > -9e18 && d < 9e18 && d == double(int64_t(d))) {
         out += std::to_string(int64_t(d));
       } else {
         char buffer[32];

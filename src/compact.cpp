@@ -21,6 +21,16 @@
 namespace tracelane {
 namespace {
 
+// For a time that is a JSON number but not read as one: it is out of range.
+std::string time_range_note(const Event& event, Field field) {
+  const Span& span = event.spans[field];
+  std::string_view text = event.raw.substr(span.offset, span.length);
+  if (!text.empty() && text[0] == '-') text.remove_prefix(1);
+  if (text.empty() || text[0] < '0' || text[0] > '9') return "";  // a string, null, NaN, ...
+  return " (" + std::string(event.raw.substr(span.offset, span.length)) + " is beyond +-" +
+         std::to_string(kMaxTimeNs / 1000) + " us)";
+}
+
 std::string where(const Trace& trace, size_t index) {
   const Event& event = trace.events[index];
   return trace.source + ": event #" + std::to_string(index) + " (byte " + std::to_string(event.byte_offset) + ")";
@@ -46,9 +56,9 @@ void extract_slices(Trace& trace, const Rules& rules, SliceSet& set, CompactSumm
     if (!event.pid.is_int()) throw Error(where(trace, i) + ": " + cat + " slice pid is not an integer");
     if (!event.tid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no tid");
     if (!event.ts.present || !event.ts.numeric)
-      throw Error(where(trace, i) + ": " + cat + " slice has no numeric ts");
+      throw Error(where(trace, i) + ": " + cat + " slice has no numeric ts" + time_range_note(event, kTs));
     if (!event.dur.present || !event.dur.numeric)
-      throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur");
+      throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
     if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
     bool same = event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value)
                                    : legacy_stream_tid(event.tid, event.stream);

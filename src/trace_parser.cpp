@@ -1,9 +1,18 @@
 // Reads a Kineto trace with simdjson On-Demand in one pass. For each event it keeps the
 // object's exact bytes and, for the handful of fields tracelane reads or rewrites, their
 // values and the byte ranges of their value text; every other field is skipped unread.
+//
+// simdjson reads at most 4 GiB in one document (SPEC 9.10). A larger document is read in
+// chunks of whole events, in place: a byte scanner finds the traceEvents list and the
+// separators between its elements; each chunk is the bytes from one separator to a later
+// one, with '[' and ']' written over those two bytes while simdjson reads it (and put back
+// afterwards). The other top-level keys come from a small document: the trace with the
+// list's contents removed.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/trace.hpp"
@@ -13,9 +22,38 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
+// What a Trace's views point into. No simdjson parser is kept: its buffers grow with the
+// document, and the few strings it unescapes are copied to the trace's arena.
 struct Storage {
   std::string json;  // the document plus simdjson's padding
-  od::parser parser;  // owns the unescaped strings the events point at
+  std::string top;   // chunked path: the document without traceEvents' contents, padded
+};
+
+// The default limit for one simdjson document: its largest, less a margin. A chunk holds
+// at most kChunkBytes (or the limit, when lower) unless one event is larger by itself.
+constexpr size_t kSimdjsonMaxDocument = simdjson::SIMDJSON_MAXSIZE_BYTES;
+constexpr size_t kDefaultMaxDocumentBytes = kSimdjsonMaxDocument - (size_t(16) << 20);
+constexpr size_t kChunkBytes = size_t(256) << 20;
+
+// Copies unescaped strings into blocks of the trace's arena; the views stay valid because
+// a block never grows past the capacity it was given.
+class StringKeeper {
+ public:
+  explicit StringKeeper(Trace& trace) : trace_(trace) {}
+  std::string_view keep(std::string_view text) {
+    if (!block_ || block_->capacity() - block_->size() < text.size()) {
+      trace_.arena.push_back(std::make_unique<std::string>());
+      block_ = trace_.arena.back().get();
+      block_->reserve(std::max(text.size(), size_t(16) << 10));
+    }
+    size_t at = block_->size();
+    block_->append(text);
+    return std::string_view(block_->data() + at, text.size());
+  }
+
+ private:
+  Trace& trace_;
+  std::string* block_ = nullptr;
 };
 
 std::string_view trim_right(std::string_view text) {
@@ -26,13 +64,25 @@ std::string_view trim_right(std::string_view text) {
 
 class EventReader {
  public:
-  EventReader(const char* document_begin, const std::string& source)
-      : document_begin_(document_begin), source_(source) {}
+  EventReader(const char* document_begin, const std::string& source, StringKeeper& strings)
+      : document_begin_(document_begin), source_(source), strings_(strings) {}
+
+  // For the chunked path's top-level document: offsets past `split` lie `shift` bytes
+  // further on in the whole document (the list's contents were removed there).
+  void map_offsets(uint64_t split, uint64_t shift) {
+    split_ = split;
+    shift_ = shift;
+  }
+
+  uint64_t offset(const char* where) const {
+    uint64_t at = uint64_t(where - document_begin_);
+    return at > split_ ? at + shift_ : at;
+  }
 
   [[noreturn]] void fail(std::string_view what, const char* where) const {
     std::string message = source_ + ": ";
     message += what;
-    if (where) message += " (byte " + std::to_string(where - document_begin_) + ")";
+    if (where) message += " (byte " + std::to_string(offset(where)) + ")";
     throw Error(message);
   }
 
@@ -114,7 +164,7 @@ class EventReader {
     std::string_view raw(begin, size_t(end_token - begin));
     raw = trim_right(raw);
     event.raw = raw;
-    event.byte_offset = uint64_t(begin - document_begin_);
+    event.byte_offset = offset(begin);
     for (int f = 0; f < kFieldCount; ++f) {
       if (tokens[f].data()) {
         event.spans[f].offset = uint32_t(tokens[f].data() - begin);
@@ -127,8 +177,9 @@ class EventReader {
  private:
   std::string event_context(size_t index) const { return "in event #" + std::to_string(index); }
 
-  static void read_string(od::value& v, std::string_view& out) {
-    // Most strings have no escapes: view them in place instead of unescaping a copy.
+  void read_string(od::value& v, std::string_view& out) {
+    // Most strings have no escapes: view them in place instead of unescaping a copy. The
+    // others are unescaped into the parser's buffer and copied out, so the parser can go.
     std::string_view raw = trim_right(v.raw_json_token());
     if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' &&
         raw.find('\\') == std::string_view::npos) {
@@ -136,7 +187,7 @@ class EventReader {
       return;
     }
     std::string_view s;
-    if (v.get_string().get(s) == simdjson::SUCCESS) out = s;
+    if (v.get_string().get(s) == simdjson::SUCCESS) out = strings_.keep(s);
   }
 
   static void read_id(od::value& v, Id& id, std::string_view& token) {
@@ -176,14 +227,17 @@ class EventReader {
     time = Time{};
     time.present = true;
     token = raw;
-    od::json_type type;
+    od::json_type type{};
+    // Beyond kMaxTimeNs a time is not numeric: sums and differences of times stay in int64.
     if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::number)
-      time.numeric = parse_us_as_ns(raw, time.ns);
+      time.numeric = parse_us_as_ns(raw, time.ns) && time.ns >= -kMaxTimeNs && time.ns <= kMaxTimeNs;
     if (type == od::json_type::object || type == od::json_type::array) token = {};  // never spliced
   }
 
   const char* document_begin_;
   const std::string& source_;
+  StringKeeper& strings_;
+  uint64_t split_ = UINT64_MAX, shift_ = 0;
 };
 
 std::string_view raw_value(od::value& value) {
@@ -202,22 +256,354 @@ std::string_view raw_value(od::value& value) {
   return trim_right(raw);
 }
 
-}  // namespace
+// simdjson's On-Demand front end skips nested values without a depth limit, but the JSON
+// readers of the output do have one (simdjson's DOM in `tracelane check`, Python's json,
+// Perfetto): refuse nesting deeper than simdjson's default, 1024 levels in the document.
+constexpr size_t kMaxDepth = 1024;
 
-Trace parse_trace(std::string json, std::string source) {
-  Trace trace;
-  trace.source = std::move(source);
-  auto storage = std::make_shared<Storage>();
-  size_t length = json.size();
-  storage->json = std::move(json);
-  storage->json.resize(length + simdjson::SIMDJSON_PADDING, '\0');
-  storage->json[length] = '\0';
-  const char* begin = storage->json.data();
-  EventReader reader(begin, trace.source);
+// The deepest bracket nesting inside `raw`, a JSON value (strings are skipped).
+size_t nesting_depth(std::string_view raw) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
 
+// True when `raw` at `level` (1: the document's own value) nests too deep. A value needs
+// at least two bytes per level, so short ones (nearly every event) are not scanned.
+bool too_deep(std::string_view raw, size_t level) {
+  return raw.size() >= 2 * (kMaxDepth - level) && level - 1 + nesting_depth(raw) > kMaxDepth;
+}
+
+// The one loop that reads events, for both paths; `index` counts on across chunks.
+void read_events(Trace& trace, EventReader& reader, od::document& doc, od::array& events, size_t& index) {
+  for (auto element : events) {
+    od::value v;
+    if (auto error = std::move(element).get(v)) reader.fail_json(error, doc, "in traceEvents");
+    Event& event = trace.events.emplace_back();
+    const char* where = nullptr;
+    if (doc.current_location().get(where)) where = nullptr;
+    if (!reader.read(v, event, index, doc)) {
+      reader.fail("event #" + std::to_string(index) + " is not a JSON object", where);
+    }
+    if (too_deep(event.raw, 3))
+      reader.fail("event #" + std::to_string(index) + " nests deeper than " + std::to_string(kMaxDepth) +
+                      " levels (JSON readers such as Perfetto's refuse it)",
+                  where);
+    if (event.tid.is_int() && event.tid.value > trace.max_int_tid) trace.max_int_tid = event.tid.value;
+    ++index;
+  }
+}
+
+// Where the chunked path reads traceEvents: the array's brackets, and chunks of whole
+// events, each the bytes from the separator before its first event (the array's '[' or a
+// ',') to the separator after its last (a ',' or the array's ']'), both inclusive.
+struct ChunkPlan {
+  size_t array_begin = 0, array_end = 0;
+  std::vector<std::pair<size_t, size_t>> chunks;
+};
+
+// Finds, without parsing values, the first top-level traceEvents list and the separators
+// between its elements. It knows strings, escapes and bracket nesting, and little more:
+// simdjson validates every byte afterwards, the chunks and the rest of the document.
+class Scanner {
+ public:
+  Scanner(const char* data, size_t size) : d_(data), n_(size) {}
+
+  // False when the document is not an object whose first traceEvents value is a
+  // well-formed list; message() then says why.
+  bool plan(size_t chunk_limit, ChunkPlan& out) {
+    skip_ws();
+    if (p_ >= n_) return truncated();
+    if (d_[p_] != '{') return fail("top level is not a JSON object, not a Kineto trace", kNowhere);
+    ++p_;
+    skip_ws();
+    if (p_ >= n_) return truncated();
+    if (d_[p_] == '}') return fail("no traceEvents list, not a Kineto trace", kNowhere);
+    for (;;) {
+      if (d_[p_] != '"') return fail("invalid JSON at top level: expected a key", p_);
+      size_t key_begin = p_;
+      if (!skip_string()) return false;
+      bool is_events = is_trace_events(std::string_view(d_ + key_begin, p_ - key_begin));
+      skip_ws();
+      if (p_ >= n_) return truncated();
+      if (d_[p_] != ':') return fail("invalid JSON at top level: expected ':'", p_);
+      ++p_;
+      skip_ws();
+      if (p_ >= n_) return truncated();
+      if (is_events) {
+        if (d_[p_] != '[') return fail("traceEvents is not a list, not a Kineto trace", kNowhere);
+        return scan_array(chunk_limit, out);
+      }
+      if (!skip_value()) return false;
+      skip_ws();
+      if (p_ >= n_) return truncated();
+      if (d_[p_] == '}') return fail("no traceEvents list, not a Kineto trace", kNowhere);
+      if (d_[p_] != ',') return fail("invalid JSON at top level: expected ',' or '}'", p_);
+      ++p_;
+      skip_ws();
+      if (p_ >= n_) return truncated();
+    }
+  }
+
+  std::string message() const {
+    return where_ == kNowhere ? reason_ : reason_ + " (byte " + std::to_string(where_) + ")";
+  }
+
+ private:
+  static constexpr size_t kNowhere = SIZE_MAX;
+
+  static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+  bool fail(std::string reason, size_t where) {
+    reason_ = std::move(reason);
+    where_ = where;
+    return false;
+  }
+
+  // The document ends inside a value: say it as the one-shot path does.
+  bool truncated() {
+    size_t last = n_;
+    while (last > 0 && std::isspace(static_cast<unsigned char>(d_[last - 1]))) --last;
+    if (last > 0 && d_[last - 1] != '}')
+      return fail("invalid JSON: the document does not end with '}' (truncated, or trailing content)", last - 1);
+    return fail("invalid JSON: the document ends inside a string or a nested value", kNowhere);
+  }
+
+  void skip_ws() {
+    while (p_ < n_ && is_ws(d_[p_])) ++p_;
+  }
+
+  // At '"': moves past the closing quote, one not preceded by an odd run of backslashes.
+  bool skip_string() {
+    size_t p = p_ + 1;
+    for (;;) {
+      const void* found = p < n_ ? std::memchr(d_ + p, '"', n_ - p) : nullptr;
+      if (!found) return truncated();
+      size_t at = size_t(static_cast<const char*>(found) - d_);
+      size_t backslashes = 0;
+      while (d_[at - 1 - backslashes] == '\\') ++backslashes;  // stops at the opening quote
+      p = at + 1;
+      if (backslashes % 2 == 0) {
+        p_ = p;
+        return true;
+      }
+    }
+  }
+
+  // At a value's first byte: moves past the value.
+  bool skip_value() {
+    char c = d_[p_];
+    if (c == '"') return skip_string();
+    if (c == '{' || c == '[') {
+      closers_.assign(1, c == '{' ? '}' : ']');
+      ++p_;
+      while (!closers_.empty()) {
+        while (p_ < n_ && !kBracketOrQuote[static_cast<unsigned char>(d_[p_])]) ++p_;
+        if (p_ >= n_) return truncated();
+        c = d_[p_];
+        if (c == '"') {
+          if (!skip_string()) return false;
+          continue;
+        }
+        if (c == '{' || c == '[') {
+          closers_.push_back(c == '{' ? '}' : ']');
+        } else if (c == closers_.back()) {
+          closers_.pop_back();
+        } else {
+          return fail("invalid JSON: mismatched brackets", p_);
+        }
+        ++p_;
+      }
+      return true;
+    }
+    size_t start = p_;
+    while (p_ < n_ && !is_ws(d_[p_]) && !kBracketOrQuote[static_cast<unsigned char>(d_[p_])] && d_[p_] != ',' &&
+           d_[p_] != ':')
+      ++p_;
+    if (p_ == start) return fail("invalid JSON: expected a value", p_);
+    return true;
+  }
+
+  // At traceEvents' '[': records the array's bounds and its chunks, each as long as the
+  // limit allows but never without an event.
+  bool scan_array(size_t chunk_limit, ChunkPlan& out) {
+    out.array_begin = p_;
+    out.chunks.clear();
+    ++p_;
+    skip_ws();
+    if (p_ >= n_) return truncated();
+    if (d_[p_] == ']') {
+      out.array_end = p_;
+      return true;
+    }
+    size_t chunk_begin = out.array_begin, last_separator = out.array_begin;
+    for (;;) {
+      if (d_[p_] == ',' || d_[p_] == ']') return fail("invalid JSON in traceEvents: expected a value", p_);
+      if (!skip_value()) return false;
+      skip_ws();
+      if (p_ >= n_) return truncated();
+      char c = d_[p_];
+      if (c != ',' && c != ']') return fail("invalid JSON in traceEvents: expected ',' or ']'", p_);
+      if (p_ - chunk_begin + 1 > chunk_limit && last_separator != chunk_begin) {
+        out.chunks.emplace_back(chunk_begin, last_separator);
+        chunk_begin = last_separator;
+      }
+      last_separator = p_;
+      ++p_;
+      if (c == ']') {
+        out.chunks.emplace_back(chunk_begin, last_separator);
+        out.array_end = last_separator;
+        return true;
+      }
+      skip_ws();
+      if (p_ >= n_) return truncated();
+    }
+  }
+
+  // Whether a key, as written (with quotes), is "traceEvents", escapes included.
+  static bool is_trace_events(std::string_view raw) {
+    if (raw.find('\\') == std::string_view::npos) return raw == "\"traceEvents\"";
+    std::string key;
+    for (size_t i = 1; i + 1 < raw.size(); ++i) {
+      char c = raw[i];
+      if (c != '\\') {
+        key += c;
+        continue;
+      }
+      c = raw[++i];
+      if (c == 'u' && i + 4 < raw.size()) {
+        unsigned code = 0;
+        for (int k = 1; k <= 4; ++k) {
+          char h = raw[i + k];
+          code = code * 16 + unsigned(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+        }
+        key += code < 0x80 ? char(code) : '\x01';  // no non-ASCII letter spells traceEvents
+        i += 4;
+      } else {
+        key += c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == 'b' ? '\b' : c == 'f' ? '\f' : c;
+      }
+    }
+    return key == "traceEvents";
+  }
+
+  static constexpr std::array<bool, 256> kBracketOrQuote = [] {
+    std::array<bool, 256> table{};
+    for (unsigned char c : std::string_view("\"{}[]")) table[c] = true;
+    return table;
+  }();
+
+  const char* d_;
+  size_t n_;
+  size_t p_ = 0;
+  std::string closers_;
+  std::string reason_;
+  size_t where_ = kNowhere;
+};
+
+// Writes '[' and ']' over a chunk's two separators while simdjson reads it.
+class ChunkBrackets {
+ public:
+  ChunkBrackets(char* document, size_t first, size_t last)
+      : document_(document), first_(first), last_(last), saved_first_(document[first]), saved_last_(document[last]) {
+    document_[first_] = '[';
+    document_[last_] = ']';
+  }
+  ~ChunkBrackets() {
+    document_[first_] = saved_first_;
+    document_[last_] = saved_last_;
+  }
+  ChunkBrackets(const ChunkBrackets&) = delete;
+  ChunkBrackets& operator=(const ChunkBrackets&) = delete;
+
+ private:
+  char* document_;
+  size_t first_, last_;
+  char saved_first_, saved_last_;
+};
+
+// The chunked path's events: the whole document (padded to `allocated`) and its plan.
+struct ChunkedEvents {
+  char* document;
+  size_t allocated;
+  const ChunkPlan& plan;
+  EventReader& reader;
+  size_t checked = 0;  // chunks simdjson's first stage has accepted
+
+  // simdjson's first stage runs over a whole document before anything is read, so the
+  // one-shot path reports its errors (unclosed strings, bad UTF-8, control characters)
+  // before any other. Chunks from `checked` on are checked for such an error.
+  void check_remaining(const std::string& source) {
+    od::parser parser;
+    for (; checked < plan.chunks.size(); ++checked) {
+      auto [first, last] = plan.chunks[checked];
+      ChunkBrackets brackets(document, first, last);
+      if (auto error = parser.iterate(document + first, last - first + 1, allocated - first).error())
+        throw Error(source + ": invalid JSON: " + simdjson::error_message(error));
+    }
+  }
+
+  // Reads every chunk in order, in place, with one parser for all of them.
+  void read(Trace& trace, size_t& index) {
+    od::parser parser;
+    for (size_t k = 0; k < plan.chunks.size(); ++k) {
+      size_t first_index = index, first_event = trace.events.size();
+      try {
+        read_chunks(trace, parser, k, k, index);
+      } catch (const Error&) {
+        // On a broken event simdjson may look at a few tokens after it before it gives
+        // up, and where it stops is in the message. So that the message is the one-shot
+        // path's, read the chunk again followed by as many events as one document holds
+        // (only simdjson's first stage, run over all of them, may answer otherwise).
+        size_t last = k;
+        while (last + 1 < plan.chunks.size() &&
+               plan.chunks[last + 1].second - plan.chunks[k].first + 1 <= kDefaultMaxDocumentBytes)
+          ++last;
+        if (last == k) throw;
+        index = first_index;
+        trace.events.resize(first_event);
+        read_chunks(trace, parser, k, last, index);
+        throw;  // not reached unless the longer read succeeds, which it cannot
+      }
+    }
+  }
+
+ private:
+  // Reads chunks first..last as one document (first == last but when retrying).
+  void read_chunks(Trace& trace, od::parser& parser, size_t first, size_t last, size_t& index) {
+    size_t begin = plan.chunks[first].first, end = plan.chunks[last].second;
+    ChunkBrackets brackets(document, begin, end);
+    od::document doc;
+    if (auto error = parser.iterate(document + begin, end - begin + 1, allocated - begin).get(doc))
+      reader.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
+    checked = std::max(checked, last + 1);
+    od::array events;
+    if (auto error = doc.get_array().get(events)) reader.fail_json(error, doc, "in traceEvents");
+    read_events(trace, reader, doc, events, index);
+  }
+};
+
+// Reads the top-level object in [begin, begin + length), padded to `allocated`. With
+// `chunked`, its traceEvents value is the "[]" left where the array's contents were, and
+// the events come from the chunks. `whole_length` sizes the event vector.
+void parse_document(Trace& trace, const char* begin, size_t length, size_t allocated, size_t whole_length,
+                    EventReader& reader, ChunkedEvents* chunked) {
+  od::parser parser;  // released on return: the trace keeps nothing of it
   if (length == 0) reader.fail("empty file, not a Kineto trace", nullptr);
   od::document doc;
-  if (auto error = storage->parser.iterate(begin, length, storage->json.size()).get(doc))
+  if (auto error = parser.iterate(begin, length, allocated).get(doc))
     reader.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
   od::object root;
   if (auto error = doc.get_object().get(root)) {
@@ -247,26 +633,25 @@ Trace parse_trace(std::string json, std::string source) {
       if (value.get_array().get(events)) reader.fail("traceEvents is not a list, not a Kineto trace", nullptr);
       size_t index = 0;
       // Kineto events average 200-400 bytes: reserving avoids regrowing a large vector.
-      trace.events.reserve(length / 256 + 16);
-      for (auto element : events) {
-        od::value v;
-        if (auto error = std::move(element).get(v)) reader.fail_json(error, doc, "in traceEvents");
-        Event& event = trace.events.emplace_back();
-        const char* where = nullptr;
-        if (doc.current_location().get(where)) where = nullptr;
-        if (!reader.read(v, event, index, doc)) {
-          reader.fail("event #" + std::to_string(index) + " is not a JSON object", where);
-        }
-        if (event.tid.is_int() && event.tid.value > trace.max_int_tid) trace.max_int_tid = event.tid.value;
-        ++index;
+      trace.events.reserve(whole_length / 256 + 16);
+      if (chunked) {
+        for (auto element : events) (void)element;  // the "[]" left in its place
+        chunked->read(trace, index);
+      } else {
+        read_events(trace, reader, doc, events, index);
       }
     } else {
       TopLevelField top;
       top.key = std::move(key);
       top.value_raw = raw_value(value);
       if (top.value_raw.empty()) reader.fail_json(simdjson::TAPE_ERROR, doc, "in top-level key \"" + top.key + "\"");
+      if (too_deep(top.value_raw, 2))
+        reader.fail("top-level key \"" + top.key + "\" nests deeper than " + std::to_string(kMaxDepth) + " levels",
+                    top.value_raw.data());
+      // The closing quote: skip each escape as a pair, so a key that ends in an escaped
+      // backslash ends at its own quote (simdjson has validated the string).
       const char* key_end = key_begin + 1;
-      while (*key_end != '"' || key_end[-1] == '\\') ++key_end;  // escaped quotes are rare but legal
+      while (*key_end != '"') key_end += *key_end == '\\' ? 2 : 1;
       top.key_raw = std::string_view(key_begin, size_t(key_end + 1 - key_begin));
       trace.top.push_back(std::move(top));
     }
@@ -275,6 +660,52 @@ Trace parse_trace(std::string json, std::string source) {
   if (doc.current_location().get(trailing) == simdjson::SUCCESS)
     reader.fail("trailing content after the JSON document", trailing);
   if (!have_events) reader.fail("no traceEvents list, not a Kineto trace", nullptr);
+}
+
+}  // namespace
+
+Trace parse_trace(std::string json, std::string source) { return parse_trace(std::move(json), std::move(source), {}); }
+
+Trace parse_trace(std::string json, std::string source, const ParseOptions& options) {
+  Trace trace;
+  trace.source = std::move(source);
+  auto storage = std::make_shared<Storage>();
+  size_t length = json.size();
+  storage->json = std::move(json);
+  storage->json.resize(length + simdjson::SIMDJSON_PADDING, '\0');
+  char* begin = storage->json.data();
+  StringKeeper strings(trace);
+  EventReader reader(begin, trace.source, strings);
+  if (length == 0) reader.fail("empty file, not a Kineto trace", nullptr);
+
+  size_t limit = options.max_document_bytes ? std::min(options.max_document_bytes, kSimdjsonMaxDocument)
+                                            : kDefaultMaxDocumentBytes;
+  ChunkPlan plan;
+  Scanner scanner(begin, length);
+  if (length <= limit || !scanner.plan(std::min(limit, kChunkBytes), plan)) {
+    // One document. When the scanner found no list to cut out, simdjson says what is
+    // wrong, as long as it can read the document at all.
+    if (length > kSimdjsonMaxDocument) reader.fail(scanner.message(), nullptr);
+    parse_document(trace, begin, length, storage->json.size(), length, reader, nullptr);
+  } else {
+    // The top-level document: everything but the list's contents, which become "[]".
+    std::string& top = storage->top;
+    top.reserve(length - (plan.array_end - plan.array_begin - 1) + simdjson::SIMDJSON_PADDING);
+    top.append(begin, plan.array_begin);
+    top += "[]";
+    top.append(begin + plan.array_end + 1, length - plan.array_end - 1);
+    size_t top_length = top.size();
+    top.resize(top_length + simdjson::SIMDJSON_PADDING, '\0');
+    EventReader top_reader(top.data(), trace.source, strings);
+    top_reader.map_offsets(plan.array_begin, plan.array_end - plan.array_begin - 1);
+    ChunkedEvents chunked{begin, storage->json.size(), plan, reader};
+    try {
+      parse_document(trace, top.data(), top_length, top.size(), length, top_reader, &chunked);
+    } catch (const Error&) {
+      chunked.check_remaining(trace.source);
+      throw;
+    }
+  }
   trace.storage = storage;
   return trace;
 }

@@ -14,6 +14,11 @@ namespace tracelane {
 // JSON number or does not fit in int64 nanoseconds.
 bool parse_us_as_ns(std::string_view token, int64_t& ns);
 
+// The largest |ts| or |dur| tracelane reads as a time: 3e18 ns (3e15 µs, ~95 years; an
+// absolute Unix-epoch time up to 2065). Any sum or difference of three such times fits in
+// int64, so interval arithmetic cannot overflow; larger values count as not numeric.
+inline constexpr int64_t kMaxTimeNs = 3'000'000'000'000'000'000;
+
 // Reads a JSON integer token (no fraction, no exponent) that fits in int64.
 bool parse_json_int(std::string_view token, int64_t& value);
 

@@ -4,6 +4,7 @@
 // The command line owns options, files and exit codes; all trace logic is in the core.
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -302,6 +303,9 @@ int run_merge(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past RLIMIT_FSIZE (`ulimit -f`), write() fails with EFBIG once SIGXFSZ is ignored,
+  // instead of the signal killing us with a temporary file left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     std::cerr << kUsage;
     return kExitUsage;
