@@ -26,39 +26,40 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
   // libdeflate decompressors are cheap and not thread-safe: one per call.
   std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
   if (!d) throw Error(std::string(source) + ": out of memory");
+  if (bytes.size() < 18) throw Error(std::string(source) + ": truncated gzip stream (" + std::to_string(bytes.size()) + " bytes)");
+  // DEFLATE expands at most ~1032:1, so a larger ISIZE is garbage (a truncated or corrupt
+  // file): ignore it rather than allocate gigabytes for it. ISIZE (the last 4 bytes) is
+  // the size of the last member modulo 2^32: exact for the usual single member. The
+  // extra 64 bytes leave room for simdjson's padding without a reallocation.
+  const size_t plausible_max = bytes.size() * 1032 + 1024;
+  uint32_t isize = uint8_t(bytes[bytes.size() - 4]) | uint8_t(bytes[bytes.size() - 3]) << 8 |
+                   uint8_t(bytes[bytes.size() - 2]) << 16 | uint32_t(uint8_t(bytes[bytes.size() - 1])) << 24;
+  size_t capacity = size_t(isize) <= plausible_max ? size_t(isize) + 64 : bytes.size() * 8;
+  capacity = std::max(capacity, size_t(1) << 16);
   std::string out;
+  out.resize(capacity);
   size_t in_pos = 0, out_size = 0;
   int member = 0;
   while (in_pos < bytes.size()) {
     std::string_view rest = bytes.substr(in_pos);
     if (!is_gzip(rest)) {
       if (member == 0) throw Error(std::string(source) + ": not a gzip stream");
-      throw Error(std::string(source) + ": trailing garbage after gzip member " +
-                  std::to_string(member) + " (byte " + std::to_string(in_pos) + ")");
+      throw Error(std::string(source) + ": trailing garbage after gzip member " + std::to_string(member) +
+                  " (byte " + std::to_string(in_pos) + ")");
     }
-    if (rest.size() < 18)
-      throw Error(std::string(source) + ": truncated gzip stream (byte " + std::to_string(in_pos) + ")");
-    // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: a first guess.
-    uint32_t isize = uint8_t(rest[rest.size() - 4]) | uint8_t(rest[rest.size() - 3]) << 8 |
-                     uint8_t(rest[rest.size() - 2]) << 16 | uint32_t(uint8_t(rest[rest.size() - 1])) << 24;
-    // DEFLATE expands at most ~1032:1, so a larger ISIZE is garbage (a truncated or
-    // corrupt file): ignore it rather than allocate gigabytes for it. The extra 64 bytes
-    // leave room for simdjson's padding without a reallocation.
-    size_t plausible_max = rest.size() * 1032 + 1024;
-    size_t first_guess = size_t(isize) <= plausible_max ? size_t(isize) + 64 : rest.size() * 4;
-    size_t guess = std::max(first_guess, size_t(1) << 16);
     for (;;) {
-      out.resize(out_size + guess);
       size_t in_used = 0, out_used = 0;
       auto result = libdeflate_gzip_decompress_ex(d.get(), rest.data(), rest.size(), out.data() + out_size,
-                                                  guess, &in_used, &out_used);
+                                                  out.size() - out_size, &in_used, &out_used);
       if (result == LIBDEFLATE_SUCCESS) {
         in_pos += in_used;
         out_size += out_used;
         break;
       }
-      if (result == LIBDEFLATE_INSUFFICIENT_SPACE && guess < plausible_max) {
-        guess = std::min(guess * 2, plausible_max);
+      if (result == LIBDEFLATE_INSUFFICIENT_SPACE && out.size() < plausible_max) {
+        // Multi-member input (or a wrong ISIZE): grow the whole buffer geometrically and
+        // redo this member, so the total work stays linear.
+        out.resize(std::min(std::max(out.size() * 2, out_size + (rest.size() << 3)), plausible_max));
         continue;
       }
       throw Error(std::string(source) + ": corrupt or truncated gzip data (member " + std::to_string(member + 1) +

@@ -13,21 +13,6 @@
 namespace tracelane {
 namespace {
 
-bool contains_lower(std::string_view haystack, std::string_view needle) {
-  if (needle.size() > haystack.size()) return false;
-  for (size_t i = 0; i + needle.size() <= haystack.size(); ++i) {
-    size_t k = 0;
-    while (k < needle.size()) {
-      char c = haystack[i + k];
-      if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-      if (c != needle[k]) break;
-      ++k;
-    }
-    if (k == needle.size()) return true;
-  }
-  return false;
-}
-
 std::string title_case(std::string_view id) {
   std::string label;
   bool start = true;
@@ -225,11 +210,21 @@ int Rules::group_index(std::string_view id) const {
 }
 
 int Rules::classify(std::string_view cat, std::string_view name) const {
+  // Kernel names run to hundreds of characters and several rules search them: lower-case
+  // the name once (per thread, reused) and let find() do the searching.
+  thread_local std::string lowered;
+  bool have_lowered = false;
   for (const ClassifyRule& rule : rules_) {
     if (!rule.cats.empty() && std::find(rule.cats.begin(), rule.cats.end(), cat) == rule.cats.end()) continue;
+    if (!rule.name_contains.empty() && !have_lowered) {
+      lowered.assign(name);
+      for (char& c : lowered)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+      have_lowered = true;
+    }
     bool all = true;
     for (const auto& needle : rule.name_contains)
-      if (!contains_lower(name, needle)) {
+      if (lowered.find(needle) == std::string::npos) {
         all = false;
         break;
       }
