@@ -74,12 +74,13 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
 std::string gzip_compress(std::string_view bytes, int level) {
   std::unique_ptr<libdeflate_compressor, CompressorDeleter> c(libdeflate_alloc_compressor(level));
   if (!c) throw Error("invalid compression level " + std::to_string(level));
-  std::string out;
-  out.resize(libdeflate_gzip_compress_bound(c.get(), bytes.size()));
-  size_t n = libdeflate_gzip_compress(c.get(), bytes.data(), bytes.size(), out.data(), out.size());
+  // The bound is about the input's size: an uninitialised buffer leaves its untouched
+  // pages unallocated (a std::string would zero-fill, i.e. touch, all of them).
+  size_t bound = libdeflate_gzip_compress_bound(c.get(), bytes.size());
+  std::unique_ptr<char[]> buffer(new char[bound]);
+  size_t n = libdeflate_gzip_compress(c.get(), bytes.data(), bytes.size(), buffer.get(), bound);
   if (n == 0) throw Error("gzip compression failed");
-  out.resize(n);
-  return out;
+  return std::string(buffer.get(), n);
 }
 
 }  // namespace tracelane

@@ -59,9 +59,25 @@ class Timer {
   void lap(const char* what) {
     auto now = std::chrono::steady_clock::now();
     if (enabled_)
-      std::fprintf(stderr, "timing: %-10s %8.3f s\n", what, std::chrono::duration<double>(now - last_).count());
+      std::fprintf(stderr, "timing: %-10s %8.3f s   peak RSS so far %7.1f MB\n", what,
+                   std::chrono::duration<double>(now - last_).count(), peak_rss_mb());
     last_ = now;
   }
+
+ private:
+  // VmHWM from /proc/self/status (Linux); 0 where unavailable.
+  static double peak_rss_mb() {
+    std::FILE* status = std::fopen("/proc/self/status", "r");
+    if (!status) return 0;
+    char line[256];
+    double kb = 0;
+    while (std::fgets(line, sizeof line, status))
+      if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+    std::fclose(status);
+    return kb / 1024;
+  }
+
+ public:
 
  private:
   bool enabled_;
@@ -221,12 +237,14 @@ int run_compact(int argc, char** argv) {
     }
     std::string text = write_compacted(compacted);
     timer.lap("serialise");
+    CompactSummary compact_summary = compacted.summary;
+    compacted = CompactedTrace{};  // the input document and events are no longer needed
     std::string bytes = cli::encode_for(output, std::move(text), common.level);
     timer.lap("compress");
     cli::write_atomically(output, bytes, common.overwrite);
     timer.lap("write");
     JsonValue summary =
-        with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(compacted.summary, true));
+        with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(compact_summary, true));
     std::cout << summary.dump(2) << std::endl;
     return kExitOk;
   } catch (const Error& e) {
