@@ -1,15 +1,21 @@
 // libFuzzer target over the core: gunzip (when the bytes are gzip) + parse_trace +
-// compact_trace + write_compacted; when the input holds the marker "\n#RANK#\n", the two
+// compact_trace + write_compacted (also with the chunked parser on small chunks, which must
+// agree); when the input holds the marker "\n#RANK#\n", the two
 // halves are compacted as two ranks (no single-trace arrows) and merged with merge_ranks.
 // Every input must end in success or a clean tracelane::Error; anything else (a crash, a
-// sanitizer report, another exception escaping) is a bug.
+// sanitizer report, another exception escaping) is a bug, and so is an output that is not
+// valid JSON (checked with simdjson's DOM parser, as `tracelane check` reads it).
 //
 //   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DTRACELANE_FUZZ=ON \
 //       -DTRACELANE_BUILD_TESTS=OFF -DTRACELANE_BUILD_BENCH=OFF && ninja -C build-fuzz fuzz_compact
 //   build-fuzz/tests/fuzz/fuzz_compact -dict=tests/fuzz/kineto.dict -max_len=65536 \
 //       fuzz-work tests/fuzz/corpus ../shared/corpus/...
+#include <simdjson.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,13 +34,57 @@ std::string decode(std::string_view bytes, const std::string& name) {
   return std::string(bytes);
 }
 
-void compact_one(std::string_view bytes) {
+bool valid_json(std::string_view json, simdjson::error_code* error = nullptr) {
+  static simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  simdjson::error_code e = parser.parse(simdjson::padded_string(json)).get(root);
+  if (error) *error = e;
+  return !e;
+}
+
+// Valid JSON in must give valid JSON out. (On-Demand checks only the scalars tracelane
+// reads, so a malformed number elsewhere in an event is copied through as it was.)
+void expect_valid_json(const std::string& json, bool input_valid, const char* what) {
+  simdjson::error_code error;
+  if (valid_json(json, &error) || !input_valid) return;
+  std::fprintf(stderr, "fuzz_compact: valid input, %s output is not valid JSON: %s\n%.2000s\n", what,
+               simdjson::error_message(error), json.c_str());
+  std::abort();
+}
+
+// The compacted output, or "error: <message>".
+std::string compacted_or_error(const std::string& json, const tracelane::ParseOptions& parse) {
   try {
     tracelane::CompactOptions options;
-    auto compacted = tracelane::compact_trace(tracelane::parse_trace(decode(bytes, "fuzz.json"), "fuzz.json"), options);
+    auto compacted = tracelane::compact_trace(tracelane::parse_trace(json, "fuzz.json", parse), options);
     std::string out = tracelane::write_compacted(compacted);
-    (void)out;
+    expect_valid_json(out, valid_json(json), "compact");
+    return out;
+  } catch (const tracelane::Error& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+void compact_one(std::string_view bytes) {
+  std::string json;
+  try {
+    json = decode(bytes, "fuzz.json");
   } catch (const tracelane::Error&) {
+    return;
+  }
+  std::string whole = compacted_or_error(json, {});
+  // Differential: the chunked parser (SPEC 9.10, for traces over 4 GiB) on small chunks
+  // must give the same output, or fail as well.
+  if (json.size() > 64) {
+    tracelane::ParseOptions chunked;
+    chunked.max_document_bytes = 32 + json.size() % 97;
+    std::string parts = compacted_or_error(json, chunked);
+    bool whole_failed = whole.rfind("error: ", 0) == 0, parts_failed = parts.rfind("error: ", 0) == 0;
+    if (whole_failed != parts_failed || (!whole_failed && whole != parts)) {
+      std::fprintf(stderr, "fuzz_compact: chunked parsing (max_document_bytes %zu) differs:\n%.1500s\n---\n%.1500s\n",
+                   chunked.max_document_bytes, whole.c_str(), parts.c_str());
+      std::abort();
+    }
   }
 }
 
@@ -42,11 +92,12 @@ void merge_two(std::string_view a, std::string_view b) {
   try {
     tracelane::CompactOptions options;
     options.pp_flows = false;
+    std::string json_a = decode(a, "rank0_trace.json"), json_b = decode(b, "rank1_trace.json");
+    bool input_valid = valid_json(json_a) && valid_json(json_b);
     std::vector<tracelane::MergeInput> inputs;
-    inputs.push_back({"rank0_trace.json", tracelane::compact_trace(tracelane::parse_trace(decode(a, "rank0_trace.json"), "rank0_trace.json"), options)});
-    inputs.push_back({"rank1_trace.json", tracelane::compact_trace(tracelane::parse_trace(decode(b, "rank1_trace.json"), "rank1_trace.json"), options)});
-    auto merged = tracelane::merge_ranks(std::move(inputs));
-    (void)merged;
+    inputs.push_back({"rank0_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_a, "rank0_trace.json"), options)});
+    inputs.push_back({"rank1_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_b, "rank1_trace.json"), options)});
+    expect_valid_json(tracelane::merge_ranks(std::move(inputs)).json, input_valid, "merge");
   } catch (const tracelane::Error&) {
   }
 }
