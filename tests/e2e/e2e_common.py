@@ -264,3 +264,16 @@ def summary_from_stdout(checks, result, what):
     checks.check(isinstance(summary, dict) and list(summary)[:2] == ["input", "output"],
                  f"{what}: summary must be an object with input and output first, got keys {list(summary)[:4]}")
     return summary
+
+
+def run_tests(checks, context, prefix, tests):
+    """Runs each test(context, its own scratch directory) and prints ok/FAILED per test."""
+    with temp_dir(prefix) as work:
+        for test in tests:
+            print(f"--- {test.__name__}", flush=True)
+            failures = len(checks.failures)
+            sub = os.path.join(work, test.__name__)
+            os.mkdir(sub)
+            test(context, sub)
+            print(f"    {'ok' if len(checks.failures) == failures else 'FAILED'}", flush=True)
+    return checks.finish()

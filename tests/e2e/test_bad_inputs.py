@@ -370,16 +370,8 @@ def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("bad_inputs")
     cli = Cli(args, checks)
-    with e2e.temp_dir("bad-inputs") as work:
-        for test in (test_bad_compact_inputs, test_odd_files, test_accepted_inputs, test_sweep_odd_rank_files,
-                     test_sweep_vanishing_and_growing):
-            print(f"--- {test.__name__}", flush=True)
-            failures = len(checks.failures)
-            sub = os.path.join(work, test.__name__)
-            os.mkdir(sub)
-            test(cli, sub)
-            print(f"    {'ok' if len(checks.failures) == failures else 'FAILED'}", flush=True)
-    return checks.finish()
+    return e2e.run_tests(checks, cli, "bad-inputs", (test_bad_compact_inputs, test_odd_files, test_accepted_inputs, test_sweep_odd_rank_files,
+                     test_sweep_vanishing_and_growing))
 
 
 if __name__ == "__main__":

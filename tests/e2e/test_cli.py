@@ -379,15 +379,7 @@ def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("cli")
     cli = Cli(args, checks)
-    with e2e.temp_dir("cli") as work:
-        for test in (test_help_and_usage, test_default_names, test_overwrite_and_levels, test_bad_inputs, test_merge):
-            print(f"--- {test.__name__}", flush=True)
-            failures = len(checks.failures)
-            sub = os.path.join(work, test.__name__)
-            os.mkdir(sub)
-            test(cli, sub)
-            print(f"    {'ok' if len(checks.failures) == failures else 'FAILED'}", flush=True)
-    return checks.finish()
+    return e2e.run_tests(checks, cli, "cli", (test_help_and_usage, test_default_names, test_overwrite_and_levels, test_bad_inputs, test_merge))
 
 
 if __name__ == "__main__":
