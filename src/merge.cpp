@@ -79,9 +79,10 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   std::set<int64_t> seen_ranks;
   std::vector<std::string> without_base, with_base;
   std::vector<std::optional<int64_t>> bases(inputs.size());
+  std::vector<DistributedInfo> infos;  // read once, used for ranks, PP order and the top level
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Trace& trace = inputs[i].compacted.trace;
-    DistributedInfo info = read_distributed_info(trace);
+    const DistributedInfo& info = infos.emplace_back(read_distributed_info(trace));
     const std::string& path = trace.source;  // messages start with the file's path
     if (!info.rank) throw Error(path + ": distributedInfo.rank is missing or not an integer");
     if (!seen_ranks.insert(*info.rank).second)
@@ -120,8 +121,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   // PP order: the first PP group (in file order, then pg_config order) that holds every rank.
   std::vector<int64_t> order;
   for (size_t i = 0; i < inputs.size() && order.empty(); ++i) {
-    DistributedInfo info = read_distributed_info(inputs[i].compacted.trace);
-    for (const auto& group : info.pp_groups) {
+    for (const auto& group : infos[i].pp_groups) {
       bool all = std::all_of(ranks.begin(), ranks.end(), [&](const RankState& r) {
         return std::find(group.begin(), group.end(), r.global_rank) != group.end();
       });
@@ -250,7 +250,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
     set_top_level(top, "baseTimeNanoseconds", std::to_string(common));
   set_top_level(top, "traceName", "\"Merged pipeline-parallel CUDA graph trace\"");
   remove_top_level(top, "cuda_graph_pp_local_flows");
-  DistributedInfo info0 = read_distributed_info(top);
+  const DistributedInfo& info0 = infos[size_t(stacked[0]->input - inputs.data())];
   std::string ranks_json;
   for (auto* r : stacked) ranks_json += (ranks_json.empty() ? "" : ", ") + std::to_string(r->global_rank);
   set_top_level(top, "distributedInfo",
