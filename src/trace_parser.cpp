@@ -87,6 +87,30 @@ std::string_view trim_right(std::string_view text) {
   return text;
 }
 
+// simdjson's On-Demand front end skips nested values without a depth limit, but the JSON
+// readers of the output do have one (simdjson's DOM in `tracelane check`, Python's json,
+// Perfetto): refuse nesting deeper than simdjson's default, 1024 levels in the document.
+constexpr size_t kMaxDepth = 1024;
+
+// Whether a string token (with its quotes) has only JSON's escapes. simdjson's first stage
+// checks strings' UTF-8 and control characters, not what follows a backslash.
+bool valid_escapes(std::string_view t) {
+  for (size_t i = t.find('\\'); i != std::string_view::npos && i + 1 < t.size(); i = t.find('\\', i)) {
+    char c = t[i + 1];
+    if (c == 'u') {
+      if (i + 6 > t.size()) return false;
+      for (size_t k = i + 2; k < i + 6; ++k)
+        if (!std::isxdigit(static_cast<unsigned char>(t[k]))) return false;
+      i += 6;
+    } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
+      i += 2;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 class EventReader {
  public:
   EventReader(const char* document_begin, const std::string& source, StringKeeper& strings)
@@ -118,15 +142,25 @@ class EventReader {
   }
 
   // Reads one event object. `index` is its position in traceEvents, for messages.
+  //
+  // On-Demand checks only what it is asked to read: a value it skips may hold "[1 2]",
+  // {"a" 1}, 1.5R1 or "\x", and would be copied into the output as it was (an output no
+  // JSON reader accepts). So every value of the event is walked and checked here:
+  // containers through simdjson's iteration (commas, colons, brackets), scalars against
+  // JSON's grammar, strings' escapes, and nesting against kMaxDepth.
   bool read(od::value value, Event& event, size_t index, od::document& doc) {
     od::object object;
     if (value.get_object().get(object)) return false;
+    doc_ = &doc;
+    index_ = index;
     const char* begin = nullptr;
     std::array<std::string_view, kFieldCount> tokens{};
+    constexpr size_t kFieldLevel = 4;  // the document 1, traceEvents 2, the event 3
     for (auto field_result : object) {
       od::field field;
-      if (auto error = std::move(field_result).get(field)) fail_json(error, doc, event_context(index));
+      if (auto error = std::move(field_result).get(field)) fail_json(error, doc, event_context());
       od::raw_json_string key = field.key();
+      check_key(key);
       od::value v = field.value();
       if (!begin) {
         // The first key's quote is one token after '{'; step back over whitespace.
@@ -135,44 +169,53 @@ class EventReader {
         while (*begin != '{') --begin;
       }
       if (key == "ph") {
-        read_string(v, event.ph);
+        read_string(v, event.ph, kFieldLevel);
       } else if (key == "cat") {
-        read_string(v, event.cat);
+        read_string(v, event.cat, kFieldLevel);
       } else if (key == "name") {
-        read_string(v, event.name);
+        read_string(v, event.name, kFieldLevel);
       } else if (key == "pid") {
-        read_id(v, event.pid, tokens[kPid]);
+        read_id(v, event.pid, tokens[kPid], kFieldLevel);
       } else if (key == "tid") {
-        read_id(v, event.tid, tokens[kTid]);
+        read_id(v, event.tid, tokens[kTid], kFieldLevel);
       } else if (key == "id") {
-        read_id(v, event.id, tokens[kId]);
+        read_id(v, event.id, tokens[kId], kFieldLevel);
       } else if (key == "ts") {
-        read_time(v, event.ts, tokens[kTs]);
+        read_time(v, event.ts, tokens[kTs], kFieldLevel);
       } else if (key == "dur") {
-        read_time(v, event.dur, tokens[kDur]);
+        read_time(v, event.dur, tokens[kDur], kFieldLevel);
       } else if (key == "args") {
+        od::json_type type;
+        if (auto error = v.type().get(type)) fail_json(error, doc, event_context());
+        if (type != od::json_type::object) {
+          check_value(v, kFieldLevel);
+          continue;
+        }
         od::object args;
-        if (v.get_object().get(args) == simdjson::SUCCESS) {
-          event.has_args = true;
-          for (auto arg_result : args) {
-            od::field arg;
-            if (auto error = std::move(arg_result).get(arg)) fail_json(error, doc, event_context(index));
-            od::raw_json_string arg_key = arg.key();
-            od::value arg_value = arg.value();
-            if (arg_key == "stream") {
-              read_id(arg_value, event.stream, tokens[kStream]);
-            } else if (arg_key == "name") {
-              std::string_view raw = arg_value.raw_json_token();
-              if (!raw.empty() && raw[0] == '"') {
-                tokens[kArgName] = trim_right(raw);
-                event.arg_name_raw = tokens[kArgName];
-                read_string(arg_value, event.arg_name);
-              }
-            } else if (arg_key == "original_stream") {
-              event.has_original_stream = true;
+        if (auto error = v.get_object().get(args)) fail_json(error, doc, event_context());
+        event.has_args = true;
+        for (auto arg_result : args) {
+          od::field arg;
+          if (auto error = std::move(arg_result).get(arg)) fail_json(error, doc, event_context());
+          od::raw_json_string arg_key = arg.key();
+          check_key(arg_key);
+          od::value arg_value = arg.value();
+          if (arg_key == "stream") {
+            read_id(arg_value, event.stream, tokens[kStream], kFieldLevel + 1);
+          } else if (arg_key == "name") {
+            std::string_view raw = trim_right(arg_value.raw_json_token());
+            if (!raw.empty() && raw[0] == '"') {
+              tokens[kArgName] = raw;
+              event.arg_name_raw = raw;
             }
+            read_string(arg_value, event.arg_name, kFieldLevel + 1);
+          } else {
+            if (arg_key == "original_stream") event.has_original_stream = true;
+            check_value(arg_value, kFieldLevel + 1);
           }
         }
+      } else {
+        check_value(v, kFieldLevel);
       }
     }
     // The object is consumed; the iterator stands on the ',' or ']' after it.
@@ -192,10 +235,6 @@ class EventReader {
     event.byte_offset = offset(begin);
     for (int f = 0; f < kFieldCount; ++f) {
       if (tokens[f].data()) {
-        if (!valid_atom(tokens[f]))
-          fail("invalid JSON: event #" + std::to_string(index) + " has the value '" +
-                   std::string(tokens[f].substr(0, 40)) + "'",
-               tokens[f].data());
         event.spans[f].offset = uint32_t(tokens[f].data() - begin);
         event.spans[f].length = uint32_t(tokens[f].size());
       }
@@ -203,10 +242,107 @@ class EventReader {
     return true;
   }
 
- private:
-  std::string event_context(size_t index) const { return "in event #" + std::to_string(index); }
+  // Checks a top-level value (not traceEvents) and returns its exact text.
+  std::string_view read_top_level(od::value& v, od::document& doc, const std::string& key) {
+    doc_ = &doc;
+    index_ = SIZE_MAX;
+    top_key_ = &key;
+    return checked_text(v, 2);
+  }
 
-  void read_string(od::value& v, std::string_view& out) {
+ private:
+  std::string event_context() const {
+    return index_ == SIZE_MAX ? "in top-level key \"" + *top_key_ + "\"" : "in event #" + std::to_string(index_);
+  }
+
+  [[noreturn]] void fail_value(std::string_view what, const char* where) const {
+    fail("invalid JSON " + event_context() + ": " + std::string(what), where);
+  }
+
+  void check_scalar(std::string_view token) const {
+    if (!valid_atom(token)) fail_value("the value '" + std::string(token.substr(0, 40)) + "' is not JSON", token.data());
+  }
+
+  void check_string(std::string_view token) const {
+    if (token.find('\\') != std::string_view::npos && !valid_escapes(token))
+      fail_value("a string has an escape JSON does not have", token.data());
+  }
+
+  // A key's escapes: from just after its opening quote to its closing one.
+  void check_key(od::raw_json_string key) const {
+    const char* p = reinterpret_cast<const char*>(key.raw());
+    const char* q = p;
+    bool escaped = false;
+    while (*q != '"') {
+      if (*q == '\\') {
+        escaped = true;
+        ++q;  // the escaped byte cannot end the key
+      }
+      ++q;
+    }
+    if (escaped) check_string(std::string_view(p - 1, size_t(q + 2 - p)));
+  }
+
+  // Walks a value, checking it (see read()); `level` is its depth in the document.
+  void check_value(od::value& v, size_t level) {
+    od::json_type type;
+    if (auto error = v.type().get(type)) fail_json(error, *doc_, event_context());
+    switch (type) {
+      case od::json_type::object: {
+        if (level > kMaxDepth) fail_too_deep(v);
+        od::object o;
+        if (auto error = v.get_object().get(o)) fail_json(error, *doc_, event_context());
+        for (auto field_result : o) {
+          od::field field;
+          if (auto error = std::move(field_result).get(field)) fail_json(error, *doc_, event_context());
+          check_key(field.key());
+          od::value child = field.value();
+          check_value(child, level + 1);
+        }
+        return;
+      }
+      case od::json_type::array: {
+        if (level > kMaxDepth) fail_too_deep(v);
+        od::array a;
+        if (auto error = v.get_array().get(a)) fail_json(error, *doc_, event_context());
+        for (auto element : a) {
+          od::value child;
+          if (auto error = std::move(element).get(child)) fail_json(error, *doc_, event_context());
+          check_value(child, level + 1);
+        }
+        return;
+      }
+      case od::json_type::string:
+        check_string(trim_right(v.raw_json_token()));
+        return;
+      default:
+        check_scalar(trim_right(v.raw_json_token()));
+        return;
+    }
+  }
+
+  [[noreturn]] void fail_too_deep(od::value& v) const {
+    std::string what = index_ == SIZE_MAX ? "top-level key \"" + *top_key_ + "\"" : "event #" + std::to_string(index_);
+    fail(what + " nests deeper than " + std::to_string(kMaxDepth) +
+             " levels (JSON readers such as Perfetto's refuse it)",
+         v.raw_json_token().data());
+  }
+
+  // Checks a value and returns its exact text: a scalar's token, or a container from its
+  // first byte to the token after it.
+  std::string_view checked_text(od::value& v, size_t level) {
+    std::string_view token = trim_right(v.raw_json_token());
+    if (token.empty() || (token[0] != '{' && token[0] != '[')) {
+      check_value(v, level);
+      return token;
+    }
+    check_value(v, level);
+    const char* end = nullptr;
+    if (auto error = doc_->current_location().get(end)) fail_json(error, *doc_, event_context());
+    return trim_right(std::string_view(token.data(), size_t(end - token.data())));
+  }
+
+  void read_string(od::value& v, std::string_view& out, size_t level) {
     // Most strings have no escapes: view them in place instead of unescaping a copy. The
     // others are unescaped into the parser's buffer and copied out, so the parser can go.
     std::string_view raw = trim_right(v.raw_json_token());
@@ -215,50 +351,41 @@ class EventReader {
       out = raw.substr(1, raw.size() - 2);
       return;
     }
-    std::string_view s;
-    if (v.get_string().get(s) == simdjson::SUCCESS) out = strings_.keep(s);
-  }
-
-  static void read_id(od::value& v, Id& id, std::string_view& token) {
-    std::string_view raw = trim_right(v.raw_json_token());
-    id = Id{};
-    id.text = raw;
-    token = raw;
-    od::json_type type;
-    if (v.type().get(type) != simdjson::SUCCESS) {
-      id.kind = Id::Kind::other;
+    if (raw.empty() || raw[0] != '"') {
+      check_value(v, level);  // not a string: the field keeps no value, but must be JSON
       return;
     }
+    check_string(raw);
+    std::string_view s;
+    if (auto error = v.get_string().get(s)) fail_value(simdjson::error_message(error), raw.data());
+    out = strings_.keep(s);
+  }
+
+  void read_id(od::value& v, Id& id, std::string_view& token, size_t level) {
+    id = Id{};
+    od::json_type type;
+    if (auto error = v.type().get(type)) fail_json(error, *doc_, event_context());
+    std::string_view raw = checked_text(v, level);
+    id.text = raw;
+    token = raw;
     if (type == od::json_type::number && parse_json_int(raw, id.value)) {
       id.kind = Id::Kind::integer;
     } else if (type == od::json_type::string) {
       id.kind = Id::Kind::string;
     } else {
       id.kind = Id::Kind::other;
-      // Objects and arrays as ids: consume them so the text is complete.
-      if (type == od::json_type::object || type == od::json_type::array) {
-        std::string_view whole;
-        if (type == od::json_type::object) {
-          od::object o;
-          if (v.get_object().get(o) == simdjson::SUCCESS && o.raw_json().get(whole) == simdjson::SUCCESS)
-            id.text = token = trim_right(whole);
-        } else {
-          od::array a;
-          if (v.get_array().get(a) == simdjson::SUCCESS && a.raw_json().get(whole) == simdjson::SUCCESS)
-            id.text = token = trim_right(whole);
-        }
-      }
     }
   }
 
-  static void read_time(od::value& v, Time& time, std::string_view& token) {
-    std::string_view raw = trim_right(v.raw_json_token());
+  void read_time(od::value& v, Time& time, std::string_view& token, size_t level) {
     time = Time{};
     time.present = true;
+    od::json_type type;
+    if (auto error = v.type().get(type)) fail_json(error, *doc_, event_context());
+    std::string_view raw = checked_text(v, level);
     token = raw;
-    od::json_type type{};
     // Beyond kMaxTimeNs a time is not numeric: sums and differences of times stay in int64.
-    if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::number)
+    if (type == od::json_type::number)
       time.numeric = parse_us_as_ns(raw, time.ns) && time.ns >= -kMaxTimeNs && time.ns <= kMaxTimeNs;
     if (type == od::json_type::object || type == od::json_type::array) token = {};  // never spliced
   }
@@ -267,54 +394,10 @@ class EventReader {
   const std::string& source_;
   StringKeeper& strings_;
   uint64_t split_ = UINT64_MAX, shift_ = 0;
+  od::document* doc_ = nullptr;  // the document being read, for messages
+  size_t index_ = SIZE_MAX;      // the event being read; SIZE_MAX at top level
+  const std::string* top_key_ = nullptr;  // the top-level key being read
 };
-
-std::string_view raw_value(od::value& value) {
-  od::json_type type;
-  std::string_view raw;
-  if (value.type().get(type)) return {};
-  if (type == od::json_type::object) {
-    od::object o;
-    if (value.get_object().get(o) || o.raw_json().get(raw)) return {};
-  } else if (type == od::json_type::array) {
-    od::array a;
-    if (value.get_array().get(a) || a.raw_json().get(raw)) return {};
-  } else {
-    raw = value.raw_json_token();
-  }
-  return trim_right(raw);
-}
-
-// simdjson's On-Demand front end skips nested values without a depth limit, but the JSON
-// readers of the output do have one (simdjson's DOM in `tracelane check`, Python's json,
-// Perfetto): refuse nesting deeper than simdjson's default, 1024 levels in the document.
-constexpr size_t kMaxDepth = 1024;
-
-// The deepest bracket nesting inside `raw`, a JSON value (strings are skipped).
-size_t nesting_depth(std::string_view raw) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    char c = raw[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-// True when `raw` at `level` (1: the document's own value) nests too deep. A value needs
-// at least two bytes per level, so short ones (nearly every event) are not scanned.
-bool too_deep(std::string_view raw, size_t level) {
-  return raw.size() >= 2 * (kMaxDepth - level) && level - 1 + nesting_depth(raw) > kMaxDepth;
-}
 
 // The one loop that reads events, for both paths; `index` counts on across chunks.
 void read_events(Trace& trace, EventReader& reader, od::document& doc, od::array& events, size_t& index) {
@@ -327,10 +410,6 @@ void read_events(Trace& trace, EventReader& reader, od::document& doc, od::array
     if (!reader.read(v, event, index, doc)) {
       reader.fail("event #" + std::to_string(index) + " is not a JSON object", where);
     }
-    if (too_deep(event.raw, 3))
-      reader.fail("event #" + std::to_string(index) + " nests deeper than " + std::to_string(kMaxDepth) +
-                      " levels (JSON readers such as Perfetto's refuse it)",
-                  where);
     if (event.tid.is_int() && event.tid.value > trace.max_int_tid) trace.max_int_tid = event.tid.value;
     ++index;
   }
@@ -673,11 +752,7 @@ void parse_document(Trace& trace, const char* begin, size_t length, size_t alloc
     } else {
       TopLevelField top;
       top.key = std::move(key);
-      top.value_raw = raw_value(value);
-      if (top.value_raw.empty()) reader.fail_json(simdjson::TAPE_ERROR, doc, "in top-level key \"" + top.key + "\"");
-      if (too_deep(top.value_raw, 2))
-        reader.fail("top-level key \"" + top.key + "\" nests deeper than " + std::to_string(kMaxDepth) + " levels",
-                    top.value_raw.data());
+      top.value_raw = reader.read_top_level(value, doc, top.key);
       // The closing quote: skip each escape as a pair, so a key that ends in an escaped
       // backslash ends at its own quote (simdjson has validated the string).
       const char* key_end = key_begin + 1;

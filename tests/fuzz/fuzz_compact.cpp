@@ -10,6 +10,11 @@
 //       -DTRACELANE_BUILD_TESTS=OFF -DTRACELANE_BUILD_BENCH=OFF && ninja -C build-fuzz fuzz_compact
 //   build-fuzz/tests/fuzz/fuzz_compact -dict=tests/fuzz/kineto.dict -max_len=65536 \
 //       fuzz-work tests/fuzz/corpus ../shared/corpus/...
+//
+// For a long run add -max_total_time=SECONDS (and a new -seed each time); CI runs a fixed
+// -seed and -runs, so that its result depends only on the commit. Add each finding, once
+// fixed, to tests/unit/fuzz_regressions_test.cpp and its input to tests/fuzz/corpus
+// (regress_*), which every run replays first.
 #include <simdjson.h>
 
 #include <cstddef>

@@ -221,8 +221,15 @@ TEST(BigTrace, ErrorsMatchTheOneShotPath) {
   }
   {
     std::string json = trace_json(events);
-    json.insert(json.size() - 1, ", \"after\": tru");  // simdjson does not check atoms it skips
-    for (size_t limit : limits) expect_same_both_ways(json, limit);
+    json.insert(json.size() - 1, ", \"after\": tru");  // an atom simdjson skips: checked by tracelane
+    expect_same_error(json, limits);
+  }
+  {
+    // Malformed values inside containers tracelane does not read, in a later chunk.
+    expect_same_error(with(27, R"({"ph": "X", "args": {"q": [1 2]}})"), limits);
+    expect_same_error(with(27, R"({"ph": "X", "args": {"q": {"a" 1}}})"), limits);
+    expect_same_error(with(27, R"({"ph": "X", "args": {"q": {"a": 1]}})"), limits);
+    expect_same_error(with(27, R"({"ph": "X", "other": "\x"})"), limits);
   }
   {
     std::string json = trace_json(events);
