@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,7 +106,7 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file) {
   return paths;
 }
 
-void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite) {
+void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::random_device device;
@@ -126,6 +127,9 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
     }
     done += size_t(n);
   }
+  // ENOTSUP (no user xattrs here), ENOSPC or E2BIG (no room beside the inode): the output
+  // is still complete; a later sweep that skips it reports it without its numbers.
+  if (!record.empty()) (void)::fsetxattr(fd, kRecordAttribute, record.data(), record.size(), 0);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
@@ -147,6 +151,22 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
     }
     ::unlink(tmp.c_str());
   }
+}
+
+std::optional<std::string> read_record(const fs::path& path) {
+  std::string value(4096, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ssize_t n = ::getxattr(path.c_str(), kRecordAttribute, value.data(), value.size());
+    if (n >= 0) {
+      value.resize(size_t(n));
+      return value;
+    }
+    if (errno != ERANGE) return std::nullopt;
+    n = ::getxattr(path.c_str(), kRecordAttribute, nullptr, 0);  // its size
+    if (n <= 0 || n > (1 << 20)) return std::nullopt;
+    value.assign(size_t(n), '\0');
+  }
+  return std::nullopt;
 }
 
 std::string encode_for(const fs::path& path, std::string json, int level) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <boost/filesystem.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tracelane::cli {
@@ -25,7 +27,14 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file);
 
 // Writes `bytes` to a temporary file beside `path`, then renames it into place. Without
 // `overwrite`, an existing `path` is never replaced (checked atomically). Throws Error.
-void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite);
+// A non-empty `record` is stored with the file as the extended attribute kRecordAttribute,
+// set before the rename, so the file never appears without it; where the file system has
+// no user extended attributes, the file is written without it.
+void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite,
+                      std::string_view record = {});
+inline const char* kRecordAttribute = "user.tracelane.report_row";
+// The record stored with `path`, or nothing (no such attribute, or none readable).
+std::optional<std::string> read_record(const fs::path& path);
 
 // gzip-compress when the name ends in .gz.
 std::string encode_for(const fs::path& path, std::string json, int level);

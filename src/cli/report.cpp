@@ -249,6 +249,49 @@ std::string report_json(const Report& report) {
   return doc.dump(2) + "\n";
 }
 
+std::string row_record(const Row& row) {
+  JsonValue item = JsonValue::object();
+  item.set("kind", JsonValue::string(kind_name(row.kind)));
+  for (size_t c = 1; c < kColumns.size(); ++c)
+    if (!kColumns[c].timing && !std::holds_alternative<std::monostate>(row.cells[c]))
+      item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
+  return item.dump(-1);
+}
+
+bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element item;
+  if (parser.parse(record.data(), record.size()).get(item)) return false;
+  std::string_view kind;
+  int64_t bytes = -1;
+  if (item["kind"].get(kind) || kind != kind_name(row.kind)) return false;
+  if (item["output_bytes"].get(bytes) || bytes != output_bytes) return false;
+  Row filled = row;
+  for (size_t c = 1; c < kColumns.size(); ++c) {
+    const Column& column = kColumns[c];
+    std::string_view name = column.name;
+    if (column.timing || name == "status" || name == "error") continue;
+    if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
+    simdjson::dom::element value;
+    if (item[column.name].get(value) || value.is_null()) continue;
+    if (column.type == ColumnType::text) {
+      std::string_view text;
+      if (value.get(text)) return false;
+      filled.cells[c] = std::string(text);
+    } else if (column.type == ColumnType::integer) {
+      int64_t number;
+      if (value.get(number)) return false;
+      filled.cells[c] = number;
+    } else {
+      double number;
+      if (value.get(number)) return false;
+      filled.cells[c] = number;
+    }
+  }
+  row = std::move(filled);
+  return true;
+}
+
 std::string report_csv(const Report& report) {
   // CRLF line ends (RFC 4180); pandas and spreadsheets read them as plain line ends.
   std::string out;

@@ -75,6 +75,15 @@ std::string csv_field(std::string_view text);
 std::string cell_text(const Cell& cell, const Column& column);
 
 std::string report_json(const Report& report);
+
+// A row's cells as a small JSON object (the kind, and every cell but the timing ones),
+// stored with the row's output file, so that a later sweep that skips the up-to-date
+// output (after a kill, say) can still report its numbers.
+std::string row_record(const Row& row);
+// Fills the absent cells of `row` (never status, error or timing) from a row_record() of
+// the same kind whose output_bytes is `output_bytes`, the output's size now. False, and
+// `row` unchanged, when the record is not such a record.
+bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes);
 std::string report_csv(const Report& report);
 // Reads a report_json() text back. Throws Error("<source>: ...").
 Report parse_report_json(std::string_view json, const std::string& source);

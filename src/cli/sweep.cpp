@@ -541,6 +541,14 @@ class Sweep {
     }
   }
 
+  // An up-to-date output's row: "skipped", with the numbers of the run that wrote it, from
+  // the record stored with the output (write_atomically), when it has one that fits.
+  static void mark_skipped(Row& row, const fs::path& output) {
+    int64_t bytes = size_of(output);
+    row.set("status", std::string("skipped")).set("output_bytes", bytes);
+    if (auto record = read_record(output)) fill_from_record(row, *record, bytes);
+  }
+
   // Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
   void plan() {
     for (size_t position = 0; position < discovery_.iterations.size(); ++position) {
@@ -561,8 +569,7 @@ class Sweep {
         int64_t input_bytes = 0;
         for (const RankFile& file : dir.ranks) input_bytes += int64_t(file.bytes_on_disk);
         row.set("input_bytes", input_bytes);
-        if (!iteration->merge)
-          row.set("status", std::string("skipped")).set("output_bytes", size_of(iteration->merged_output));
+        if (!iteration->merge) mark_skipped(row, iteration->merged_output);
       }
       for (const RankFile& file : dir.ranks) {
         auto task = std::make_unique<RankTask>();
@@ -576,7 +583,7 @@ class Sweep {
         row.set("dir", dir.rel).set("file", file.path.filename().string()).set("run", dir.run);
         row.set("iteration", dir.iteration).set("rank", int64_t(file.rank));
         row.set("input_bytes", int64_t(file.bytes_on_disk)).set("output", task->output.filename().string());
-        if (!task->write_output) row.set("status", std::string("skipped")).set("output_bytes", size_of(task->output));
+        if (!task->write_output) mark_skipped(row, task->output);
         iteration->ranks.push_back(ranks_.size());
         ranks_.push_back(std::move(task));
       }
@@ -755,8 +762,10 @@ class Sweep {
       if (task.write_output) {
         // Serialised before the merge, which renumbers the trace in place.
         std::string bytes = encode_for(task.output, write_compacted(*task.compacted), options_.level);
-        write_atomically(task.output, bytes, true);
-        task.row.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
+        Row done = task.row;  // the row only once the output is in place
+        done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
+        write_atomically(task.output, bytes, true, row_record(done));
+        task.row = std::move(done);
       }
       if (!task.for_merge) task.compacted.reset();
     } catch (...) {
@@ -802,6 +811,7 @@ class Sweep {
     auto started = std::chrono::steady_clock::now();
     Row& row = iteration.merge_row;
     try {
+      Row done = row;  // the row only once the output is in place
       std::vector<MergeInput> inputs;
       for (size_t r : iteration.ranks) {
         RankTask& task = *ranks_[r];
@@ -810,21 +820,22 @@ class Sweep {
       }
       MergeResult merged = merge_ranks(std::move(inputs), options_.rules ? &*options_.rules : nullptr);
       std::string bytes = encode_for(iteration.merged_output, std::move(merged.json), options_.level);
-      write_atomically(iteration.merged_output, bytes, true);
       const MergeSummary& summary = merged.summary;
       std::vector<std::pair<int, int64_t>> order = summary.pp_ranks;
       std::sort(order.begin(), order.end());
       std::string pp_order;
       for (const auto& [pp_rank, global_rank] : order) pp_order += (pp_order.empty() ? "" : " ") + std::to_string(global_rank);
-      row.set("pp_order", pp_order).set("pp_order_source", summary.pp_order_source);
-      row.set("time_alignment", summary.time_alignment);
-      row.set("pp_send_recv_pairs", int64_t(summary.pp.send_recv_pairs))
+      done.set("pp_order", pp_order).set("pp_order_source", summary.pp_order_source);
+      done.set("time_alignment", summary.time_alignment);
+      done.set("pp_send_recv_pairs", int64_t(summary.pp.send_recv_pairs))
           .set("pp_send_recv_unmatched", int64_t(summary.pp.send_recv_unmatched))
           .set("pp_compute_dependency_pairs", int64_t(summary.pp.compute_dependency_pairs))
           .set("pp_compute_dependency_unmatched", int64_t(summary.pp.compute_dependency_unmatched))
           .set("pp_unshard_compute_pairs", int64_t(summary.pp.unshard_compute_pairs))
           .set("pp_unshard_compute_unmatched", int64_t(summary.pp.unshard_compute_unmatched));
-      row.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
+      done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
+      write_atomically(iteration.merged_output, bytes, true, row_record(done));
+      row = std::move(done);
     } catch (...) {
       std::string message = describe_exception();
       row.set("status", std::string("failed")).set("error", message);

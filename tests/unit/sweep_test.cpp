@@ -229,6 +229,34 @@ TEST(ReportJson, ReadsBackWhatItWrote) {
   EXPECT_EQ(report_json(back), json);
 }
 
+// The record stored with an output fills the row of a later sweep that skips that output.
+TEST(ReportRecord, FillsASkippedRowWithTheNumbersOfTheRunThatWroteTheOutput) {
+  Row written = file_row("r/it", 3, "ok");
+  written.set("events", int64_t(1234)).set("compaction_ratio", 12.5).set("output_bytes", int64_t(777));
+  std::string record = row_record(written);
+  EXPECT_EQ(record.find("seconds"), std::string::npos) << record;  // timing columns are not kept
+
+  Row skipped(RowKind::file);
+  skipped.set("dir", "r/it").set("rank", int64_t(3)).set("status", "skipped").set("output_bytes", int64_t(777));
+  ASSERT_TRUE(fill_from_record(skipped, record, 777));
+  EXPECT_EQ(std::get<int64_t>(skipped.get("events")), 1234);
+  EXPECT_EQ(std::get<double>(skipped.get("compaction_ratio")), 12.5);
+  EXPECT_EQ(std::get<std::string>(skipped.get("status")), "skipped");  // never from the record
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(skipped.get("seconds")));
+
+  // An output whose size is not the recorded one was replaced since: its record is not used.
+  Row other(RowKind::file);
+  other.set("status", "skipped");
+  EXPECT_FALSE(fill_from_record(other, record, 778));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(other.get("events")));
+  // Nor is a record of another kind of row, or a text that is not a record.
+  Row merge(RowKind::merge);
+  EXPECT_FALSE(fill_from_record(merge, record, 777));
+  EXPECT_FALSE(fill_from_record(other, "{\"kind\": \"file\", \"output_bytes\": 777, \"events\": \"many\"}", 777));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(other.get("events")));
+  EXPECT_FALSE(fill_from_record(other, "not json", 777));
+}
+
 TEST(ReportCombine, ShardsJoinIntoTheSingleNodeOrderAndNameMissingOnes) {
   Report single;
   single.rows = {file_row("b/it", 1, "ok"), file_row("a/it", 0, "ok"), file_row("b/it", 0, "failed")};
