@@ -442,9 +442,9 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
 std::string write_compacted(const CompactedTrace& compacted) {
   const Trace& trace = compacted.trace;
   std::string out;
-  size_t estimate = 0;
-  for (const Event& event : trace.events) estimate += event.raw.size() + 4;
-  out.reserve(estimate + 4096 + trace.top.size() * 64);
+  size_t bound = top_level_size_bound(trace);
+  for (const Event& event : trace.events) bound += written_size_bound(event);
+  out.reserve(bound);  // pages not written cost no memory
   write_trace_object(out, trace, {}, [&](std::string& o) {
     bool first = true;
     for (const Event& event : trace.events) {

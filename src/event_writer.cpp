@@ -31,6 +31,21 @@ void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
 }
 
+size_t written_size_bound(const Event& event, size_t prefix_length) {
+  // A changed value is at most an int64 or a time in microseconds: 21 and 26 characters.
+  constexpr size_t kLongestValue = 32;
+  size_t changed = size_t(__builtin_popcount(event.changed));
+  return event.raw.size() + 4 + changed * kLongestValue + (event.name_prefixed ? prefix_length : 0);
+}
+
+size_t top_level_size_bound(const Trace& trace) {
+  size_t bound = 64;
+  for (const auto& field : trace.top)
+    bound += 8 + field.key_raw.size() + field.key.size() + 2 +
+             (field.replacement.empty() ? field.value_raw.size() : field.replacement.size());
+  return bound;
+}
+
 void append_event(std::string& out, const Event& event, std::string_view name_prefix) {
   uint8_t changed = event.changed;
   bool prefix = event.name_prefixed && event.spans[kArgName].length;

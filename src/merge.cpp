@@ -260,10 +260,13 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   set_top_level(top, "cuda_graph_pp_merge", merge_summary(summary).dump(-1));
 
   std::string& out = result.json;
-  size_t estimate = 0;
-  for (auto* r : stacked)
-    for (const Event& e : r->input->compacted.trace.events) estimate += e.raw.size() + 4;
-  out.reserve(estimate + estimate / 16 + 65536);
+  size_t bound = top_level_size_bound(top);
+  for (size_t s = 0; s < stacked.size(); ++s) {
+    for (const Event& e : stacked[s]->input->compacted.trace.events) bound += written_size_bound(e, stacked[s]->prefix.size());
+    for (const Event& e : new_metadata[s]) bound += written_size_bound(e);
+  }
+  for (const Event& e : flows_holder.events) bound += written_size_bound(e);
+  out.reserve(bound);  // pages not written cost no memory
   write_trace_object(out, top, {}, [&](std::string& o) {
     bool first = true;
     auto put = [&](const Event& event, std::string_view prefix) {

@@ -15,6 +15,13 @@ namespace tracelane {
 // name_prefixed flag is set (merge's "PP rank <p> | ").
 void append_event(std::string& out, const Event& event, std::string_view name_prefix = {});
 
+// At least as many bytes as append_event() writes for `event` (with a prefix of
+// `prefix_length`), so that an output buffer reserved once never grows: growing copies a
+// buffer the size of the trace while both copies live.
+size_t written_size_bound(const Event& event, size_t prefix_length = 0);
+// The same for write_trace_object()'s own text: braces, keys, top-level values.
+size_t top_level_size_bound(const Trace& trace);
+
 // Appends `{` + the trace's top-level fields (with `extra` key/raw-value pairs appended)
 // and calls `write_events(out)` where traceEvents' array body goes, then `}`.
 template <class WriteEvents>
