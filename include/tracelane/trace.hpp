@@ -130,8 +130,9 @@ struct Trace {
 
 struct ParseOptions {
   // A document larger than this is read in chunks of whole events (SPEC 9.10): simdjson
-  // reads at most 4 GiB in one document. 0 means simdjson's largest document less a
-  // margin; tests lower it to exercise the chunked path on small traces.
+  // reads at most 4 GiB in one document, and its index of a large one is costly. 0 means
+  // 64 MB (src/trace_parser.cpp says why); tests lower it to exercise the chunked path on
+  // small traces.
   size_t max_document_bytes = 0;
 };
 
