@@ -24,12 +24,12 @@ void SliceSet::add(const Trace& trace, uint32_t event_index, int group) {
   const Event& event = trace.events[event_index];
   if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
   is_slice[event_index] = true;
-  auto key = std::make_pair(event.pid.value, event.tid.text);
+  auto key = std::make_pair(event.pid.value, event.id_text(kTid));
   auto [it, inserted] = index_.try_emplace(key, uint32_t(streams.size()));
   if (inserted) {
     OldStream stream;
     stream.pid = event.pid.value;
-    stream.tid_text = event.tid.text;
+    stream.tid_text = event.id_text(kTid);
     streams.push_back(std::move(stream));
   }
   Slice slice;
@@ -173,7 +173,7 @@ size_t coalesce_annotations(Trace& trace) {
     if ((event.changed >> kTid) & 1)
       key += std::to_string(event.new_tid);
     else
-      key += event.tid.text;
+      key += event.id_text(kTid);
     key.push_back('\0');
     simdjson::dom::object root;
     if (parser.parse(event.raw.data(), event.raw.size()).get_object().get(root)) continue;
@@ -236,8 +236,8 @@ void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactS
       event.name = run_name;
       event.cat = "gpu_user_annotation";
       event.ph = "X";
-      event.pid = Id{Id::Kind::integer, lane.pid, {}};
-      event.tid = Id{Id::Kind::integer, lane.annotation_tid, {}};
+      event.pid = Id{Id::Kind::integer, lane.pid};
+      event.tid = Id{Id::Kind::integer, lane.annotation_tid};
       event.ts = Time{true, true, run_start};
       event.dur = Time{true, true, run_end - run_start};
       trace.events.push_back(event);
@@ -246,7 +246,7 @@ void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactS
     };
     for (uint32_t index : lane.slices) {
       // close() appends to trace.events: copy what is needed before calling it.
-      std::string_view name = trace.events[index].arg_name, name_raw = trace.events[index].arg_name_raw;
+      std::string_view name = trace.events[index].arg_name, name_raw = trace.events[index].arg_name_raw();
       Ns start = trace.events[index].ts.ns, end = start + trace.events[index].dur.ns;
       if (name.empty()) {
         close();

@@ -37,10 +37,10 @@ std::string where(const Trace& trace, size_t index) {
 }
 
 // Legacy Kineto (SPEC 9.4) writes GPU tids as "stream 7" with args.stream 7.
-bool legacy_stream_tid(const Id& tid, const Id& stream) {
-  if (tid.kind != Id::Kind::string || !stream.is_int()) return false;
-  std::string expected = "\"stream " + std::to_string(stream.value) + "\"";
-  return tid.text == expected;
+bool legacy_stream_tid(const Event& event) {
+  if (event.tid.kind != Id::Kind::string || !event.stream.is_int()) return false;
+  std::string expected = "\"stream " + std::to_string(event.stream.value) + "\"";
+  return event.id_text(kTid) == expected;
 }
 
 // Pass 1: find the measured slices (SPEC 2), the cuda_sync slices that sit on their
@@ -61,10 +61,10 @@ void extract_slices(Trace& trace, const Rules& rules, SliceSet& set, CompactSumm
       throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
     if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
     bool same = event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value)
-                                   : legacy_stream_tid(event.tid, event.stream);
+                                   : legacy_stream_tid(event);
     if (!same)
-      throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.tid.text) +
-                  " differs from args.stream " + std::string(event.stream.text));
+      throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.id_text(kTid)) +
+                  " differs from args.stream " + std::string(event.id_text(kStream)));
     if (event.dur.ns < 0) throw Error(where(trace, i) + ": " + cat + " slice has negative dur");
     set.add(trace, uint32_t(i), rules.classify(event.cat, event.name));
     ++summary.measured_slices;
@@ -76,7 +76,7 @@ void extract_slices(Trace& trace, const Rules& rules, SliceSet& set, CompactSumm
     if (!event.pid.is_int() || !event.tid.is_int() || !event.stream.is_int()) continue;
     if (event.tid.value != event.stream.value) continue;
     if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
-    if (!set.find_stream(event.pid.value, event.tid.text)) continue;
+    if (!set.find_stream(event.pid.value, event.id_text(kTid))) continue;
     set.add(trace, uint32_t(i), rules.classify(event.cat, event.name));
   }
   set.finish(trace);
@@ -137,7 +137,7 @@ void remap_related(Trace& trace, const SliceSet& set, const std::vector<Lane>& l
   for (size_t i = 0; i < trace.events.size(); ++i) {
     Event& event = trace.events[i];
     if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
-    const OldStream* stream = set.find_stream(event.pid.value, event.tid.text);
+    const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
     if (!stream) continue;
     if (event.ph == "M") {
       if (event.name == "thread_name" || event.name == "thread_sort_index") event.dropped = true;
@@ -263,7 +263,7 @@ void add_lane_metadata(Trace& trace, const std::vector<Lane>& lanes) {
     name.args_name(label);
     Event e = name.finish(trace);
     e.ph = "M", e.name = "thread_name", e.lane_metadata = true;
-    e.pid = Id{Id::Kind::integer, pid, {}}, e.tid = Id{Id::Kind::integer, tid, {}};
+    e.pid = Id{Id::Kind::integer, pid}, e.tid = Id{Id::Kind::integer, tid};
     trace.events.push_back(e);
     EventBuilder index;
     index.string("name", "thread_sort_index").string("ph", "M").integer("pid", pid, kPid).integer("tid", tid, kTid);

@@ -205,7 +205,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
         event.changed |= 1u << kTs;
       }
       if (event.is_flow() && event.id.present()) {
-        auto [it, inserted] = new_id.try_emplace(event.id.text, id_base + int64_t(new_id.size()));
+        auto [it, inserted] = new_id.try_emplace(event.id_text(kId), id_base + int64_t(new_id.size()));
         event.new_id = it->second;
         event.changed |= 1u << kId;
       }

@@ -451,9 +451,9 @@ void append_pp_flow_events(const std::vector<PpFlow>& flows, Trace& trace) {
       Event event = builder.finish(trace);
       event.ph = end ? "f" : "s";
       event.pp_flow = true;
-      event.pid = Id{Id::Kind::integer, pid, {}};
-      event.tid = Id{Id::Kind::integer, tid, {}};
-      event.id = Id{Id::Kind::integer, flow.id, {}};
+      event.pid = Id{Id::Kind::integer, pid};
+      event.tid = Id{Id::Kind::integer, tid};
+      event.id = Id{Id::Kind::integer, flow.id};
       event.ts = Time{true, true, ts};
       trace.events.push_back(event);
     }

@@ -210,10 +210,7 @@ class EventReader {
             read_id(arg_value, event.stream, tokens[kStream], kFieldLevel + 1);
           } else if (arg_key == "name") {
             std::string_view raw = trim_right(arg_value.raw_json_token());
-            if (!raw.empty() && raw[0] == '"') {
-              tokens[kArgName] = raw;
-              event.arg_name_raw = raw;
-            }
+            if (!raw.empty() && raw[0] == '"') tokens[kArgName] = raw;
             read_string(arg_value, event.arg_name, kFieldLevel + 1);
           } else {
             if (arg_key == "original_stream") event.has_original_stream = true;
@@ -372,7 +369,6 @@ class EventReader {
     od::json_type type;
     if (auto error = v.type().get(type)) fail_json(error, *doc_, event_context());
     std::string_view raw = checked_text(v, level);
-    id.text = raw;
     token = raw;
     if (type == od::json_type::number && parse_json_int(raw, id.value)) {
       id.kind = Id::Kind::integer;

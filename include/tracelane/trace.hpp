@@ -23,20 +23,15 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A JSON scalar used as pid, tid, args.stream or flow id. Strings keep their quotes in
-// `text`, so 5, 5.0 and "5" are three different ids.
+// A JSON scalar used as pid, tid, args.stream or flow id. Its text is the event's
+// (Event::id_text), so 5, 5.0 and "5" are three different ids.
 struct Id {
   enum class Kind : uint8_t { absent, integer, string, other };
   Kind kind = Kind::absent;
-  int64_t value = 0;      // when kind == integer
-  std::string_view text;  // the raw token
+  int64_t value = 0;  // when kind == integer
 
   bool present() const { return kind != Kind::absent; }
   bool is_int() const { return kind == Kind::integer; }
-  friend bool operator==(const Id& a, const Id& b) {
-    if (a.kind != b.kind) return false;
-    return a.kind == Kind::integer ? a.value == b.value : a.text == b.text;
-  }
 };
 
 struct Time {
@@ -61,7 +56,6 @@ struct Event {
   Id pid, tid, id, stream;         // stream is args.stream
   Time ts, dur;
   std::string_view arg_name;      // args.name unescaped, when a string
-  std::string_view arg_name_raw;  // args.name as written (with quotes)
   bool has_args = false;
   bool has_original_stream = false;  // args.original_stream (already-laned exporters)
   std::array<Span, kFieldCount> spans{};
@@ -75,6 +69,20 @@ struct Event {
   bool pp_flow = false;        // an end of a PP arrow tracelane made (SPEC 7)
   int64_t new_pid = 0, new_tid = 0, new_id = 0;
   Ns new_ts = 0, new_dur = 0;
+
+  // The value text of a field, as read (empty when the event has none). Events hold
+  // spans, not views, of these (an event is kept per trace event: 16 bytes each count).
+  std::string_view value_text(Field field) const {
+    return raw.substr(spans[field].offset, spans[field].length);
+  }
+  // The text of pid, tid, id or args.stream as read (strings with their quotes); empty
+  // when absent, and for events tracelane made (their ids are not read back).
+  std::string_view id_text(Field field) const {
+    const Id& which = field == kPid ? pid : field == kTid ? tid : field == kId ? id : stream;
+    return which.present() && byte_offset != UINT64_MAX ? value_text(field) : std::string_view();
+  }
+  // args.name as written, with its quotes, when it is a string read from the input.
+  std::string_view arg_name_raw() const { return byte_offset == UINT64_MAX ? std::string_view() : value_text(kArgName); }
 
   bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
   void set_tid(int64_t tid, bool also_stream) {
