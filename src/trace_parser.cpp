@@ -360,8 +360,14 @@ class EventReader {
     }
     check_string(raw);
     std::string_view s;
-    if (auto error = v.get_string().get(s)) fail_value(simdjson::error_message(error), raw.data());
-    out = strings_.keep(s);
+    if (v.get_string().get(s) == simdjson::SUCCESS) {
+      out = strings_.keep(s);
+    } else {
+      // Grammatical but not decodable: a lone UTF-16 surrogate such as "\ud800", which JSON
+      // allows and simdjson refuses to decode. Keep the text as written (escapes and all)
+      // rather than refuse the trace or read the name as empty.
+      out = raw.substr(1, raw.size() - 2);
+    }
   }
 
   void read_id(od::value& v, Id& id, std::string_view& token, size_t level) {

@@ -174,3 +174,17 @@ TEST(FuzzRegressions, MalformedValuesTracelaneDoesNotReadAreErrors) {
   EXPECT_EQ(run_compact(trace_json({with_args(R"("q":[1,{"a":[true,null,-2.5e3]},"\u00e9\n\"\\\/"],"r\u0041":{})")})),
             Outcome::ok);
 }
+
+// A lone UTF-16 surrogate escape is JSON, but simdjson will not decode it: the name is
+// kept as written (before the grammar check it was read as empty; refusing the whole
+// trace for it would be worse).
+TEST(FuzzRegressions, ALoneSurrogateInANameIsKeptAsWritten) {
+  std::string kernel = R"({"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_\ud800","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7}})";
+  std::string json = trace_json({kernel});
+  CompactedTrace compacted = compact_trace(parse_trace(json, "fuzz.json"), {});
+  EXPECT_EQ(compacted.summary.slice_groups.count("nccl_all_gather"), 1u);
+  bool found = false;
+  for (const Event& event : compacted.trace.events)
+    if (event.name == R"(ncclDevKernel_AllGather_\ud800)") found = true;
+  EXPECT_TRUE(found);
+}
