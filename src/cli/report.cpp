@@ -85,6 +85,24 @@ JsonValue cell_json(const Cell& cell, const Column& column) {
   return JsonValue::null();
 }
 
+// A cell of `column` from its JSON value in a report or a row record; nothing when the
+// value is of another type.
+std::optional<Cell> cell_from_json(simdjson::dom::element value, const Column& column) {
+  if (column.type == ColumnType::text) {
+    std::string_view text;
+    if (value.get(text)) return std::nullopt;
+    return Cell(std::string(text));
+  }
+  if (column.type == ColumnType::integer) {
+    int64_t number;
+    if (value.get(number)) return std::nullopt;
+    return Cell(number);
+  }
+  double number;
+  if (value.get(number)) return std::nullopt;
+  return Cell(number);
+}
+
 std::string shard_label(const std::pair<int, int>& shard) {
   return std::to_string(shard.first) + "/" + std::to_string(shard.second);
 }
@@ -274,19 +292,9 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
     if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
     simdjson::dom::element value;
     if (item[column.name].get(value) || value.is_null()) continue;
-    if (column.type == ColumnType::text) {
-      std::string_view text;
-      if (value.get(text)) return false;
-      filled.cells[c] = std::string(text);
-    } else if (column.type == ColumnType::integer) {
-      int64_t number;
-      if (value.get(number)) return false;
-      filled.cells[c] = number;
-    } else {
-      double number;
-      if (value.get(number)) return false;
-      filled.cells[c] = number;
-    }
+    std::optional<Cell> cell = cell_from_json(value, column);
+    if (!cell) return false;
+    filled.cells[c] = std::move(*cell);
   }
   row = std::move(filled);
   return true;
@@ -366,16 +374,7 @@ Report parse_report_json(std::string_view json, const std::string& source) {
       const Column& column = kColumns[c];
       simdjson::dom::element value;
       if (item[column.name].get(value) || value.is_null()) continue;
-      if (column.type == ColumnType::text) {
-        std::string_view s;
-        if (!value.get(s)) row.cells[c] = std::string(s);
-      } else if (column.type == ColumnType::integer) {
-        int64_t v;
-        if (!value.get(v)) row.cells[c] = v;
-      } else {
-        double v;
-        if (!value.get(v)) row.cells[c] = v;
-      }
+      if (std::optional<Cell> cell = cell_from_json(value, column)) row.cells[c] = std::move(*cell);
     }
     report.rows.push_back(std::move(row));
   }
