@@ -254,9 +254,11 @@ class EventReader {
   }
 
  private:
-  std::string event_context() const {
-    return index_ == SIZE_MAX ? "in top-level key \"" + *top_key_ + "\"" : "in event #" + std::to_string(index_);
+  // What is being read, for messages: `event #3` or `top-level key "deviceProperties"`.
+  std::string subject() const {
+    return index_ == SIZE_MAX ? "top-level key \"" + *top_key_ + "\"" : "event #" + std::to_string(index_);
   }
+  std::string event_context() const { return "in " + subject(); }
 
   [[noreturn]] void fail_value(std::string_view what, const char* where) const {
     fail("invalid JSON " + event_context() + ": " + std::string(what), where);
@@ -325,8 +327,7 @@ class EventReader {
   }
 
   [[noreturn]] void fail_too_deep(od::value& v) const {
-    std::string what = index_ == SIZE_MAX ? "top-level key \"" + *top_key_ + "\"" : "event #" + std::to_string(index_);
-    fail(what + " nests deeper than " + std::to_string(kMaxDepth) +
+    fail(subject() + " nests deeper than " + std::to_string(kMaxDepth) +
              " levels (JSON readers such as Perfetto's refuse it)",
          v.raw_json_token().data());
   }
@@ -335,11 +336,9 @@ class EventReader {
   // first byte to the token after it.
   std::string_view checked_text(od::value& v, size_t level) {
     std::string_view token = trim_right(v.raw_json_token());
-    if (token.empty() || (token[0] != '{' && token[0] != '[')) {
-      check_value(v, level);
-      return token;
-    }
+    bool container = !token.empty() && (token[0] == '{' || token[0] == '[');
     check_value(v, level);
+    if (!container) return token;
     const char* end = nullptr;
     if (auto error = doc_->current_location().get(end)) fail_json(error, *doc_, event_context());
     return trim_right(std::string_view(token.data(), size_t(end - token.data())));
