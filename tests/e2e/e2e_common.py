@@ -205,6 +205,15 @@ def flows_without_slice(events):
     return unbound
 
 
+def lint_gpu_pids(events):
+    """The pids semdiff lint counts flow ends on: those with an X event of a measured,
+    gpu_user_annotation or cuda_sync cat (its "GPU processes"; CPU-side flows are the
+    profiler's business)."""
+    return {e.get("pid") for e in events
+            if isinstance(e, dict) and e.get("ph") == "X" and "ts" in e
+            and (e.get("cat") in MEASURED_CATS or e.get("cat") in ("gpu_user_annotation", "cuda_sync"))}
+
+
 def old_streams(events):
     return {(e.get("pid"), e.get("tid")) for e in events
             if isinstance(e, dict) and e.get("cat") in MEASURED_CATS and e.get("ph") == "X"}
