@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The decompressed outputs of compact, merge and sweep on the whole corpus, as one md5 a
+# file: run it with the binary before and after a change and diff the two listings (every
+# change that is not meant to change output must leave them equal).
+#   bench/output_md5.sh [TRACELANE] > before.txt   (default: build/tracelane)
+# The corpus comes from TRACELANE_SHARED (default ../shared beside the checkout).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+tracelane=$(realpath "${1:-$here/build/tracelane}")
+shared=${TRACELANE_SHARED:-$here/../shared}
+[ -d "$shared/corpus" ] || { echo "SKIPPED: no corpus at $shared (set TRACELANE_SHARED)" >&2; exit 2; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+md5_of() { if [[ "$1" == *.gz ]]; then gzip -dc "$1" | md5sum | cut -d' ' -f1; else md5sum < "$1" | cut -d' ' -f1; fi; }
+for trace in "$shared"/corpus/single/*; do
+  name=$(basename "$trace")
+  out="$work/${name%%.*}_compacted.json.gz"
+  if "$tracelane" compact "$trace" -o "$out" >/dev/null 2>&1; then
+    echo "compact $name $(md5_of "$out")"
+  else
+    echo "compact $name failed rc=$?"
+  fi
+done
+mkdir "$work/pp4" && cp "$shared"/golden/pp4/rank*_trace.json* "$work/pp4/"
+"$tracelane" merge "$work/pp4" >/dev/null
+echo "merge pp4 $(md5_of "$work/pp4/pp_traces_merged_compacted.json.gz")"
+cp -r "$shared/corpus/sweep_tree" "$work/tree" && chmod -R u+w "$work/tree"
+"$tracelane" sweep "$work/tree" --quiet --jobs 2 || true
+(cd "$work/tree" && find . -name '*_compacted.json*' | LC_ALL=C sort | while read -r f; do echo "sweep $f $(md5_of "$f")"; done)
