@@ -1,6 +1,7 @@
 # Runs at install time (cmake --install, cpack): installs slurm/* into
 # PREFIX/share/tracelane/slurm with `installed_tracelane=` set to PREFIX/bin/tracelane,
 # single-quoted for bash. The variables come from Install.cmake (install(CODE)).
+cmake_minimum_required(VERSION 3.20)  # install scripts run with the oldest policies otherwise
 foreach(var TRACELANE_SOURCE_DIR TRACELANE_STAGING_DIR TRACELANE_SLURM_SCRIPTS TRACELANE_BINDIR TRACELANE_SLURM_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "InstallSlurmScripts.cmake: ${var} is not set (run through cmake --install)")
@@ -13,8 +14,9 @@ if(IS_ABSOLUTE "${TRACELANE_BINDIR}")
 else()
   set(binary "${CMAKE_INSTALL_PREFIX}/${TRACELANE_BINDIR}/tracelane")
 endif()
+# A relative --prefix is relative to the working directory, as file(INSTALL) takes it.
 if(NOT IS_ABSOLUTE "${binary}")
-  message(FATAL_ERROR "install prefix '${CMAKE_INSTALL_PREFIX}' is not absolute: the Slurm scripts need an absolute path to tracelane")
+  get_filename_component(binary "${binary}" ABSOLUTE)  # cmake --install: against the cwd
 endif()
 string(REPLACE "'" "'\\''" quoted "${binary}")
 

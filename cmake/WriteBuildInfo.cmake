@@ -1,5 +1,6 @@
 # cmake -DSOURCE_DIR=... -DOUTPUT=... [-DGIT_EXECUTABLE=...] [-DCOMMIT_OVERRIDE=...] -P WriteBuildInfo.cmake
 # Writes OUTPUT defining TRACELANE_GIT_COMMIT; see BuildInfo.cmake.
+cmake_minimum_required(VERSION 3.20)  # script mode: the policies of the project, not the oldest
 set(commit "${COMMIT_OVERRIDE}")
 if(commit STREQUAL "" AND GIT_EXECUTABLE)
   # Only a repository whose top level is the source tree itself names our commit.
