@@ -173,8 +173,9 @@ def main():
         checks.equal(completion_offers(completion, ["tracelane", ""]), expected_top, "completion of the command")
         checks.equal(completion_offers(completion, ["tracelane", "sw"]), {"sweep"}, "completion of 'sw'")
         for command, found in command_options.items():
-            checks.equal(completion_offers(completion, ["tracelane", command, "-"]), found,
-                         f"completion of 'tracelane {command} -'")
+            offered = completion_offers(completion, ["tracelane", command, "-"])
+            checks.check(offered == found, f"completion/tracelane.bash, tracelane {command}: options missing "
+                                           f"{sorted(found - offered)}, not in --help {sorted(offered - found)}")
         checks.equal(completion_offers(completion, ["tracelane", "compact", "--level", "1"]), {"1", "10", "11", "12"},
                      "completion of --level 1")
         bash_completion = "/usr/share/bash-completion/bash_completion"
