@@ -46,8 +46,11 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "compact PyTorch profiler traces of CUDA-graph runs into a few GPU lanes")
 set(TRACELANE_PACKAGE_CPU_NOTE "")
 if(TRACELANE_MARCH AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
-  set(TRACELANE_PACKAGE_CPU_NOTE
-      "\n .\n This build needs a CPU with -march=${TRACELANE_MARCH} (for haswell: AVX2, BMI, PCLMUL).")
+  set(TRACELANE_PACKAGE_CPU_NOTE "\n .\n This build needs a CPU that runs -march=${TRACELANE_MARCH} code")
+  if(TRACELANE_MARCH STREQUAL "haswell")
+    string(APPEND TRACELANE_PACKAGE_CPU_NOTE " (AVX2, BMI2, PCLMUL)")
+  endif()
+  string(APPEND TRACELANE_PACKAGE_CPU_NOTE ".")
 endif()
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}
  tracelane repacks the measured GPU slices of PyTorch profiler (Kineto) traces of
