@@ -8,8 +8,9 @@
 #   --shards N       array tasks / shards (default 4)
 #   --after JOBID    start the array after JOBID ends, however it ends (afterany): the
 #                    training job; repeat or use JOBID:JOBID for several
-#   --tracelane PATH the binary (default: $TRACELANE, else `tracelane` on PATH); resolved
-#                    to an absolute path here, so the nodes must see the same file system
+#   --tracelane PATH the binary (default: $TRACELANE, else the one installed with this
+#                    script, else `tracelane` on PATH); resolved to an absolute path
+#                    here, so the nodes must see the same file system
 #   --report-dir DIR where shard and combined reports go (default: OUTPUTS_ROOT)
 #   sbatch options   anything else before OUTPUTS_ROOT goes to both sbatch calls, and
 #                    overrides the scripts' #SBATCH defaults: --partition=cpu,
@@ -21,9 +22,14 @@
 # directory this is run from (sbatch's --output/--chdir change that).
 set -euo pipefail
 
+# The tracelane installed with this script: `cmake --install` (and the Debian package) set
+# this to PREFIX/bin/tracelane. A batch job runs sbatch's spooled copy of the script, so
+# the script's own path cannot lead there.
+installed_tracelane=
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 die() { echo "submit.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 shards=4
 after=()
@@ -55,6 +61,13 @@ sbatch_args=("${rest[@]:0:${#rest[@]}-1}")
 [[ $shards =~ ^[1-9][0-9]*$ ]] || die "--shards: expected a positive count, got '$shards'"
 [[ -d $root ]] || die "OUTPUTS_ROOT '$root' is not a directory"
 root=$(cd "$root" && pwd)
+if [[ -z $tracelane && -n $installed_tracelane ]]; then
+  if [[ -x $installed_tracelane ]]; then
+    tracelane=$installed_tracelane
+  else
+    echo "submit.sh: '$installed_tracelane', installed with this script, is gone; looking on PATH" >&2
+  fi
+fi
 if [[ -z $tracelane ]]; then
   tracelane=$(command -v tracelane) || die "tracelane not found: pass --tracelane PATH, set TRACELANE, or put it on PATH"
 fi

@@ -22,6 +22,7 @@
 #include "tracelane/merge.hpp"
 #include "tracelane/rules.hpp"
 #include "tracelane/summary.hpp"
+#include "tracelane_build_info.hpp"  // TRACELANE_GIT_COMMIT, generated (cmake/BuildInfo.cmake)
 
 namespace po = boost::program_options;
 namespace fs = boost::filesystem;
@@ -358,7 +359,7 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   if (command == "compact" || command == "merge" || command == "sweep" || command == "check") use_huge_pages(argv);
   if (command == "--version" || command == "version") {
-    std::cout << "tracelane " TRACELANE_VERSION "\n";
+    std::cout << "tracelane " TRACELANE_VERSION " (commit " TRACELANE_GIT_COMMIT ")\n";
     return kExitOk;
   }
   if (command == "--help" || command == "-h" || command == "help") {

@@ -9,6 +9,9 @@
 #   4. tracelane-array.sbatch (--array=0-1) and tracelane-combine.sbatch submitted by hand
 #      on a copy with a corrupt rank file: its shard fails, the combine step still runs
 #      (afterany), writes the report, lists the shard and fails;
+#   5. `cmake --install` of the binary's build into a scratch prefix, and the installed
+#      tracelane-sweep.sbatch submitted with no tracelane on the job's PATH: it runs the
+#      installed binary (sbatch runs a spooled copy of the script) with the same outputs;
 # and checks that 1 and 2 equal 3 except for the timing columns (`seconds`, JSON `runs`),
 # that the compacted outputs are byte-identical, and that the logs are named %x-%A_%a.out.
 #
@@ -337,3 +340,27 @@ grep -q "shards with failed rows: 0/2" "$scratch/run/tracelane-combine-$combine_
   || { cat "$scratch/run/tracelane-combine-$combine_id.out" >&2; fail "the combine log does not list shard 0 as failed"; }
 [[ -e $scratch/tree/tracelane_report.json ]] || fail "no combined report next to the failed shard's"
 log "failing shard reported by the combine step"
+
+# 5. the installed scripts: `cmake --install` of the build this binary comes from. sbatch
+#    runs a spooled copy of the batch script, which must still run the tracelane installed
+#    beside it (PREFIX/bin), with no --tracelane, no TRACELANE and none on the job's PATH.
+build_dir=$(dirname "$tracelane")
+if [[ -f $build_dir/cmake_install.cmake ]] && command -v cmake >/dev/null; then
+  prefix=$scratch/prefix
+  cmake --install "$build_dir" --prefix "$prefix" >"$scratch/log/install.log" 2>&1 \
+    || { cat "$scratch/log/install.log" >&2; fail "cmake --install $build_dir --prefix $prefix failed"; }
+  fresh_tree
+  submit sweep_id "${small[@]}" --export="ALL,PATH=/usr/sbin:/usr/bin:/sbin:/bin,TRACELANE=" \
+    "$prefix/share/tracelane/slurm/tracelane-sweep.sbatch" "$scratch/tree" --quiet
+  wait_done "$sweep_id"
+  log_file=$scratch/run/tracelane-sweep-$sweep_id.out
+  expect_exit "$sweep_id" COMPLETED 0:0
+  grep -qF "tracelane-sweep: $prefix/bin/tracelane sweep" "$log_file" \
+    || { cat "$log_file" >&2; fail "the installed tracelane-sweep.sbatch did not run $prefix/bin/tracelane"; }
+  snapshot installed
+  cmp -s "$scratch/reports/node.outputs" "$scratch/reports/installed.outputs" \
+    || { diff "$scratch/reports/node.outputs" "$scratch/reports/installed.outputs" >&2; fail "outputs of the installed script differ"; }
+  log "installed tracelane-sweep.sbatch ran $prefix/bin/tracelane from sbatch's spool"
+else
+  log "NOTE: no cmake_install.cmake beside $tracelane: the installed scripts were not run under sbatch"
+fi
