@@ -1,8 +1,17 @@
 // Rules documents. Matching is on the hot path (every GPU slice), so the common
 // conditions are plain: a cat set and lower-case substrings; a regex only when a rule
 // asks for one.
+//
+// Regexes are RE2's. A rules file is the user's, but the names it is matched against come
+// from traces anyone may have written, and a templated kernel name runs to tens of
+// kilobytes: a backtracking engine (std::regex recursed once per character) crashed on
+// one such name with an ordinary pattern, and every rerun crashed again. RE2 matches in
+// time linear in the name with no recursion, and each pattern's memory (compiled program
+// plus match cache) is capped by max_mem, so neither a pattern nor a name can crash or
+// stall a run.
 #include "tracelane/rules.hpp"
 
+#include <re2/re2.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -26,6 +35,32 @@ std::string title_case(std::string_view id) {
     start = false;
   }
   return label;
+}
+
+// All of a file's regexes together may use this much memory (compiled programs and the
+// caches RE2 fills while matching), shared out evenly but never more than RE2's own
+// default of 8 MiB for one pattern; so a file holds at most kMaxRegexes of them. A
+// pattern too large for its share is an error naming it, at load.
+constexpr int64_t kRegexMemoryTotal = int64_t(256) << 20;
+constexpr int64_t kRegexMemoryEach = int64_t(8) << 20;
+constexpr size_t kMaxRegexes = 256;
+
+// Compiles `pattern`, or returns null and sets `problem`.
+std::shared_ptr<const re2::RE2> compile_regex(const std::string& pattern, bool case_sensitive, size_t regexes,
+                                              std::string& problem) {
+  re2::RE2::Options options;
+  options.set_encoding(re2::RE2::Options::EncodingUTF8);  // names are JSON strings: UTF-8
+  options.set_case_sensitive(case_sensitive);
+  options.set_log_errors(false);  // a bad pattern is our error message, not a line on stderr
+  int64_t share = std::min(kRegexMemoryEach, kRegexMemoryTotal / int64_t(std::max<size_t>(regexes, 1)));
+  options.set_max_mem(share);
+  auto regex = std::make_shared<const re2::RE2>(pattern, options);
+  if (regex->ok()) return regex;
+  problem = regex->error();
+  if (regex->error_code() == re2::RE2::ErrorPatternTooLarge)
+    problem += " (each of this file's " + std::to_string(regexes) + " regexes may use " +
+               std::to_string(share >> 10) + " KiB)";
+  return nullptr;
 }
 
 std::string lower(std::string_view text) {
@@ -85,6 +120,22 @@ Rules Rules::parse(std::string_view json, const std::string& source) {
   if (auto error = parser.parse(text).get(root)) fail("", std::string("not a JSON object: ") + simdjson::error_message(error));
   Rules rules;
   std::map<std::string, int> index;
+  // Every regex's memory share depends on how many the file has (kRegexMemoryTotal).
+  size_t regexes = 0;
+  auto count_regexes = [&](simdjson::dom::element element, const char* key) {
+    simdjson::dom::object object;
+    if (element.get_object().get(object) == simdjson::SUCCESS && object[key].error() == simdjson::SUCCESS) ++regexes;
+  };
+  {
+    simdjson::dom::array list;
+    if (root["classify"].get_array().get(list) == simdjson::SUCCESS)
+      for (auto element : list) count_regexes(element, "name_regex");
+    if (root["pp_annotations"]["patterns"].get_array().get(list) == simdjson::SUCCESS)
+      for (auto element : list) count_regexes(element, "regex");
+    if (regexes > kMaxRegexes)
+      fail("", std::to_string(regexes) + " regexes (name_regex and pp_annotations patterns); at most " +
+                   std::to_string(kMaxRegexes) + " are allowed");
+  }
   auto group_of = [&](const std::string& id) {
     auto it = index.find(id);
     if (it != index.end()) return it->second;
@@ -141,12 +192,9 @@ Rules Rules::parse(std::string_view json, const std::string& source) {
         std::string_view s;
         if (field.value.get_string().get(s)) fail(rule.where, "\"name_regex\" must be a string");
         rule.name_regex_text = std::string(s);
-        try {
-          rule.name_regex = std::make_shared<const std::regex>(
-              rule.name_regex_text, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-        } catch (const std::regex_error& e) {
-          fail(rule.where, "invalid name_regex \"" + rule.name_regex_text + "\": " + e.what());
-        }
+        std::string problem;
+        rule.name_regex = compile_regex(rule.name_regex_text, /*case_sensitive=*/false, regexes, problem);
+        if (!rule.name_regex) fail(rule.where, "invalid name_regex \"" + rule.name_regex_text + "\": " + problem);
       } else {
         fail(rule.where, "unknown key \"" + std::string(key) + "\" (expected cat, name_contains, name_regex, group)");
       }
@@ -170,32 +218,48 @@ Rules Rules::parse(std::string_view json, const std::string& source) {
       if (field.key != "prefix" && field.key != "patterns")
         fail("pp_annotations", "unknown key \"" + std::string(field.key) + "\" (expected prefix, patterns)");
     std::string_view prefix;
-    if (pp["prefix"].get_string().get(prefix) == simdjson::SUCCESS) rules.pp_prefix_ = std::string(prefix);
+    if (pp["prefix"].get_string().get(prefix) == simdjson::SUCCESS)
+      rules.pp_prefix_ = std::string(prefix);
+    else if (pp["prefix"].error() != simdjson::NO_SUCH_FIELD)
+      fail("pp_annotations", "\"prefix\" must be a string");
     simdjson::dom::array patterns;
     if (pp["patterns"].get_array().get(patterns) == simdjson::SUCCESS) {
       size_t p = 0;
       for (auto element : patterns) {
         std::string where = "pp_annotations pattern #" + std::to_string(++p);
         PpPattern pattern;
+        simdjson::dom::object object;
+        if (element.get_object().get(object)) fail(where, "must be an object");
+        for (auto field : object)
+          if (field.key != "regex" && field.key != "stage" && field.key != "op" && field.key != "microbatch")
+            fail(where, "unknown key \"" + std::string(field.key) + "\" (expected regex, stage, op, microbatch)");
         std::string_view regex;
-        if (element["regex"].get_string().get(regex)) fail(where, "needs a string \"regex\"");
+        if (object["regex"].get_string().get(regex)) fail(where, "needs a string \"regex\"");
         pattern.regex_text = std::string(regex);
-        try {
-          pattern.regex = std::make_shared<const std::regex>(pattern.regex_text, std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-          fail(where, "invalid regex \"" + pattern.regex_text + "\": " + e.what());
+        std::string problem;
+        pattern.regex = compile_regex(pattern.regex_text, /*case_sensitive=*/true, regexes, problem);
+        if (!pattern.regex) fail(where, "invalid regex \"" + pattern.regex_text + "\": " + problem);
+        // A capture group number is checked as the file wrote it (not after a cast to int,
+        // which would turn 2^32 + 1 into group 1).
+        const int64_t groups_in_regex = pattern.regex->NumberOfCapturingGroups();
+        for (auto [key, group] : {std::pair{"stage", &pattern.stage}, std::pair{"op", &pattern.op},
+                                  std::pair{"microbatch", &pattern.microbatch}}) {
+          auto field = object[key];
+          if (field.error() == simdjson::NO_SUCH_FIELD) continue;
+          int64_t value;
+          if (field.get_int64().get(value)) fail(where, "\"" + std::string(key) + "\" must be a capture group number");
+          if (value < 0 || value > groups_in_regex)
+            fail(where, "capture group " + std::to_string(value) + " does not exist in \"" + pattern.regex_text + "\"");
+          *group = int(value);
         }
-        int64_t value;
-        if (element["stage"].get_int64().get(value) == simdjson::SUCCESS) pattern.stage = int(value);
-        if (element["op"].get_int64().get(value) == simdjson::SUCCESS) pattern.op = int(value);
-        if (element["microbatch"].get_int64().get(value) == simdjson::SUCCESS) pattern.microbatch = int(value);
-        int groups_in_regex = int(pattern.regex->mark_count());
-        for (int g : {pattern.stage, pattern.op, pattern.microbatch})
-          if (g < 0 || g > groups_in_regex)
+        for (int g : {pattern.stage, pattern.op, pattern.microbatch})  // the defaults (1, 2, 3) too
+          if (g > groups_in_regex)
             fail(where, "capture group " + std::to_string(g) + " does not exist in \"" + pattern.regex_text + "\"");
         if (pattern.stage == 0 || pattern.op == 0) fail(where, "stage and op need capture groups");
         rules.pp_patterns_.push_back(std::move(pattern));
       }
+    } else if (pp["patterns"].error() != simdjson::NO_SUCH_FIELD) {
+      fail("pp_annotations", "\"patterns\" must be a list of {\"regex\", \"stage\", \"op\", \"microbatch\"}");
     }
   } else if (root["pp_annotations"].error() != simdjson::NO_SUCH_FIELD) {
     fail("pp_annotations", "must be an object");
@@ -229,7 +293,8 @@ int Rules::classify(std::string_view cat, std::string_view name) const {
         break;
       }
     if (!all) continue;
-    if (rule.name_regex && !std::regex_search(name.begin(), name.end(), *rule.name_regex)) continue;
+    if (rule.name_regex && !re2::RE2::PartialMatch(re2::StringPiece(name.data(), name.size()), *rule.name_regex))
+      continue;
     return rule.group;
   }
   return fallback_group_;
@@ -244,10 +309,16 @@ std::vector<PpAction> Rules::pp_actions(std::string_view name) const {
     if (!actions.empty()) return actions;
   }
   for (const PpPattern& pattern : pp_patterns_) {
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(name.begin(), name.end(), m, *pattern.regex)) continue;
-    std::string text = "PP:" + m[pattern.stage].str() + m[pattern.op].str() +
-                       (pattern.microbatch ? m[pattern.microbatch].str() : std::string());
+    // Group 0 and the groups up to the highest the pattern uses (checked at load to
+    // exist); a group that took no part in the match is empty.
+    thread_local std::vector<re2::StringPiece> m;
+    m.assign(size_t(1 + std::max({pattern.stage, pattern.op, pattern.microbatch})), re2::StringPiece());
+    if (!pattern.regex->Match(re2::StringPiece(name.data(), name.size()), 0, name.size(), re2::RE2::ANCHOR_BOTH,
+                              m.data(), int(m.size())))
+      continue;
+    auto group = [&](int g) { return std::string(m[g].data() ? m[g].data() : "", m[g].size()); };
+    std::string text = "PP:" + group(pattern.stage) + group(pattern.op) +
+                       (pattern.microbatch ? group(pattern.microbatch) : std::string());
     auto actions = parse_pp_actions(text);
     if (actions.size() == 1) return actions;
   }

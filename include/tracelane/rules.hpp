@@ -5,7 +5,6 @@
 #pragma once
 
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,20 +12,29 @@
 #include "tracelane/classify.hpp"
 #include "tracelane/pp_flows.hpp"
 
+namespace re2 {
+class RE2;
+}
+
 namespace tracelane {
 
+// Regexes are RE2's (https://github.com/google/re2/wiki/Syntax): a user's pattern matches
+// in time linear in the name and in bounded memory, whatever the pattern and the name, so
+// no rule and no kernel name can crash or stall a run (std::regex recursed per character
+// and overflowed the stack on long names). RE2 has no backreferences and no lookaround; a
+// pattern it refuses is an error in the rules file.
 struct ClassifyRule {
   std::string where;                       // "classify rule #3" for messages
   std::vector<std::string> cats;           // any of these (empty: any cat)
   std::vector<std::string> name_contains;  // all of these, case-insensitive (stored lower-case)
-  std::string name_regex_text;             // ECMAScript, case-insensitive search
-  std::shared_ptr<const std::regex> name_regex;
+  std::string name_regex_text;             // RE2, UTF-8, case-insensitive search
+  std::shared_ptr<const re2::RE2> name_regex;
   int group = 0;
 };
 
 struct PpPattern {
-  std::string regex_text;  // full match
-  std::shared_ptr<const std::regex> regex;
+  std::string regex_text;  // RE2, UTF-8, full match
+  std::shared_ptr<const re2::RE2> regex;
   int stage = 1, op = 2, microbatch = 3;  // capture group numbers (microbatch 0: none)
 };
 

@@ -8,8 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <random>
-#include <regex>
+#include <string_view>
 
 #include "tracelane/gzip.hpp"
 #include "tracelane/trace.hpp"
@@ -67,16 +68,30 @@ fs::path default_compact_output(const fs::path& input) {
   return input.parent_path() / out;
 }
 
+// `rank<digits>_trace.json` or `rank<digits>_trace.json.gz`, exactly, read by hand: a
+// directory entry's name is anyone's bytes, and a regex engine that recurses per character
+// (std::regex) is no tool for them. The name matches whatever the digits, but when the rank
+// is asked for, one that does not fit a long long makes it no rank file (as std::stoll
+// refused it before).
 bool is_rank_trace_name(const std::string& filename, long long* rank) {
-  static const std::regex pattern(R"(rank([0-9]+)_trace\.json(\.gz)?)");
-  std::smatch m;
-  if (!std::regex_match(filename, m, pattern)) return false;
+  std::string_view name = filename;
+  constexpr std::string_view kPrefix = "rank";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return false;
+  name.remove_prefix(kPrefix.size());
+  size_t digits = 0;
+  long long value = 0;
+  bool overflow = false;
+  for (; digits < name.size() && name[digits] >= '0' && name[digits] <= '9'; ++digits) {
+    int digit = name[digits] - '0';
+    if (value > (std::numeric_limits<long long>::max() - digit) / 10) overflow = true;
+    if (!overflow) value = value * 10 + digit;
+  }
+  if (digits == 0) return false;
+  name.remove_prefix(digits);
+  if (name != "_trace.json" && name != "_trace.json.gz") return false;
   if (rank) {
-    try {
-      *rank = std::stoll(m[1].str());
-    } catch (...) {
-      return false;
-    }
+    if (overflow) return false;
+    *rank = value;
   }
   return true;
 }

@@ -1,6 +1,8 @@
 // Rules files (SPEC 9.9): classification, group order and labels, PP annotation patterns.
 #include "tracelane/rules.hpp"
 
+#include <chrono>
+
 #include "test_support.hpp"
 
 using namespace tracelane;
@@ -116,4 +118,117 @@ TEST(Rules, CompactionUsesTheRulesForLanesAndArrows) {
   ASSERT_EQ(result.lanes.size(), 2u);
   EXPECT_EQ(result.lanes[0].label, "GEMM");
   EXPECT_EQ(result.summary.pp.compute_dependency_pairs, 1u);
+}
+
+// Issue 9: std::regex recursed once per character, so one templated kernel name of ~30 kB
+// overflowed the stack with an ordinary pattern and every rerun crashed again. RE2 matches
+// in time linear in the name, without recursion, also for patterns that make a
+// backtracking engine take exponential time.
+TEST(Rules, LongKernelNamesAreClassifiedQuicklyWithAnyPattern) {
+  Rules rules = Rules::parse(R"J({"classify": [
+      {"name_regex": "attn.*fwd", "group": "attention"},
+      {"name_regex": "(a|aa)*b", "group": "ab"},
+      {"name_regex": "^(x+x+)+y", "group": "xy"},
+      {"group": "compute"}]})J",
+                             "rules.json");
+  auto id = [&](std::string_view name) { return rules.groups()[rules.classify("kernel", name)].id; };
+  auto started = std::chrono::steady_clock::now();
+  for (size_t size : {size_t(30) << 10, size_t(1) << 20}) {
+    std::string filler(size, 'z');
+    EXPECT_EQ(id("void flash_ATTN<" + filler + ">::fwd"), "attention") << size;
+    EXPECT_EQ(id("void flash_attn<" + filler + ">::rev"), "compute") << size;  // no fwd after attn
+    EXPECT_EQ(id(std::string(size, 'a')), "compute") << size;                  // (a|aa)* never meets a b
+    EXPECT_EQ(id(std::string(size, 'a') + "b"), "ab") << size;
+    EXPECT_EQ(id(std::string(size, 'x')), "compute") << size;  // (x+x+)+ never meets a y
+    EXPECT_EQ(id(std::string(size, 'x') + "y"), "xy") << size;
+    // Bytes that are not UTF-8 (a name is bytes to the matcher) neither crash nor match '.'.
+    EXPECT_EQ(id("attn" + std::string(size, '\xff') + "fwd"), "compute") << size;
+    EXPECT_EQ(id("attn" + std::string(size, '\0') + "fwd"), "attention") << size;
+  }
+  // Linear: about 30 MB of names in all; a backtracking engine would not finish.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 20.0);
+}
+
+TEST(Rules, PpPatternsMatchLongNamesWithoutCrashing) {
+  Rules rules = Rules::parse(R"J({"classify": [{"group": "compute"}], "pp_annotations": {
+      "patterns": [{"regex": "(?:x+x+)+stage(\\d+)_(F|B)_mb(\\d+)", "stage": 1, "op": 2, "microbatch": 3},
+                   {"regex": ".*stage(\\d+)_(F|B)", "stage": 1, "op": 2, "microbatch": 0}]}})J",
+                             "rules.json");
+  for (size_t size : {size_t(30) << 10, size_t(1) << 20}) {
+    auto a = rules.pp_actions(std::string(size, 'x') + "stage2_F_mb5");
+    ASSERT_EQ(a.size(), 1u) << size;
+    EXPECT_EQ(a[0].stage, 2);
+    EXPECT_EQ(a[0].op, "F");
+    EXPECT_EQ(*a[0].microbatch, 5);
+    EXPECT_TRUE(rules.pp_actions(std::string(size, 'x') + "stage2_F_mb5!").empty()) << size;  // full match only
+    auto b = rules.pp_actions(std::string(size, 'q') + "stage3_B");
+    ASSERT_EQ(b.size(), 1u) << size;
+    EXPECT_EQ(b[0].stage, 3);
+    EXPECT_FALSE(b[0].microbatch);
+  }
+}
+
+TEST(Rules, PatternsRe2CannotRunAreErrorsNamingTheRule) {
+  // Lookaround and backreferences need backtracking: RE2 has neither, and says so at load.
+  EXPECT_NE(error_of(R"J({"classify": [{"group": "a"}, {"name_regex": "(?=x)", "group": "attn"}]})J")
+                .find("rules.json: classify rule #2 (group \"attn\"): invalid name_regex \"(?=x)\": invalid perl operator"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [{"name_regex": "(a)\\1", "group": "a"}]})J")
+                .find("classify rule #1 (group \"a\"): invalid name_regex \"(a)\\1\": invalid escape sequence"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"patterns": [{"regex": "(?<=s)(\\d)(F)(\\d)"}]}})J")
+                .find("rules.json: pp_annotations pattern #1: invalid regex"),
+            std::string::npos);
+  // A pattern too big for its memory cap is refused at load too, not at match time.
+  EXPECT_NE(error_of(R"J({"classify": [{"name_regex": "\\pL{1000}", "group": "a"}]})J")
+                .find("classify rule #1 (group \"a\"): invalid name_regex \"\\pL{1000}\": pattern too large - compile "
+                      "failed (each of this file's 1 regexes may use 8192 KiB)"),
+            std::string::npos);
+  // Nested counted repetition past RE2's limit of 1000 is refused as such.
+  EXPECT_NE(error_of(R"J({"classify": [{"name_regex": "((\\w{50}){50})", "group": "a"}]})J")
+                .find("classify rule #1 (group \"a\"): invalid name_regex \"((\\w{50}){50})\": invalid repetition size"),
+            std::string::npos);
+}
+
+TEST(Rules, RegexMemoryIsBoundedPerFile) {
+  std::string many = R"({"classify": [)";
+  for (int i = 0; i < 257; ++i) many += R"({"name_regex": "k)" + std::to_string(i) + R"(", "group": "g"},)";
+  many += R"({"group": "compute"}]})";
+  EXPECT_NE(error_of(many).find("rules.json: 257 regexes (name_regex and pp_annotations patterns); at most 256"),
+            std::string::npos);
+  // 256 small ones are fine, each with its share of the memory.
+  std::string fine = R"({"classify": [)";
+  for (int i = 0; i < 256; ++i) fine += R"({"name_regex": "k)" + std::to_string(i) + R"(", "group": "g"},)";
+  fine += R"({"group": "compute"}]})";
+  Rules rules = Rules::parse(fine, "rules.json");
+  EXPECT_EQ(rules.groups()[rules.classify("kernel", "xk255x")].id, "g");
+  EXPECT_EQ(rules.groups()[rules.classify("kernel", "xk256x")].id, "g");  // k25 matches
+  EXPECT_EQ(rules.groups()[rules.classify("kernel", "nothing")].id, "compute");
+}
+
+TEST(Rules, CaptureGroupNumbersAreCheckedAsWritten) {
+  // 2^32 + 1 must not become group 1 by a cast to int.
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"patterns": [
+                {"regex": "(\\d)(F)(\\d)", "stage": 4294967297, "op": 2, "microbatch": 3}]}})J")
+                .find("pp_annotations pattern #1: capture group 4294967297 does not exist"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"patterns": [
+                {"regex": "(\\d)(F)(\\d)", "stage": -1}]}})J")
+                .find("pp_annotations pattern #1: capture group -1 does not exist"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"patterns": [{"regex": "(\\d)(F)(\\d)", "op": "2"}]}})J")
+                .find("pp_annotations pattern #1: \"op\" must be a capture group number"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"patterns": [{"regex": "(\\d)(F)(\\d)", "stgae": 1}]}})J")
+                .find("pp_annotations pattern #1: unknown key \"stgae\""),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"patterns": ["(\\d)(F)(\\d)"]}})J")
+                .find("pp_annotations pattern #1: must be an object"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"patterns": {"regex": "x"}}})J")
+                .find("pp_annotations: \"patterns\" must be a list"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"J({"classify": [], "pp_annotations": {"prefix": 3}})J")
+                .find("pp_annotations: \"prefix\" must be a string"),
+            std::string::npos);
 }
