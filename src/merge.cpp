@@ -17,6 +17,14 @@
 
 namespace tracelane {
 
+int64_t MergeFlowIds::id(int pp_rank, size_t k) {
+  constexpr int64_t kRankIdStride = 1000000000;  // 1e9
+  static_assert(kFirstPpFlowId % kRankIdStride == 0);
+  if (pp_rank >= 0 && pp_rank < kFirstPpFlowId / kRankIdStride - 1 && k < size_t(kRankIdStride))
+    return int64_t(pp_rank + 1) * kRankIdStride + int64_t(k);
+  return next_shared++;
+}
+
 DistributedInfo read_distributed_info(const Trace& trace) {
   DistributedInfo info;
   const TopLevelField* field = trace.find_top("distributedInfo");
@@ -151,6 +159,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   std::vector<PidTracks> pid_tracks;
   std::vector<std::vector<Event>> new_metadata(stacked.size());
   Trace flows_holder;
+  MergeFlowIds flow_ids;  // one id space for the whole file; the PP arrows' ids come last
   for (size_t s = 0; s < stacked.size(); ++s) {
     RankState& rank = *stacked[s];
     CompactedTrace& compacted = rank.input->compacted;
@@ -181,7 +190,6 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
       }
     }
     std::unordered_map<std::string_view, int64_t> new_id;
-    int64_t id_base = int64_t(rank.pp_rank + 1) * 1000000000;
     for (Event& event : trace.events) {
       // A rank compacted with its single-trace arrows gets the merged file's arrows instead.
       if (event.pp_flow) event.dropped = true;
@@ -205,7 +213,9 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
         event.changed |= 1u << kTs;
       }
       if (event.is_flow() && event.id.present()) {
-        auto [it, inserted] = new_id.try_emplace(event.id_text(kId), id_base + int64_t(new_id.size()));
+        std::string_view text = event.id_text(kId);
+        auto it = new_id.find(text);
+        if (it == new_id.end()) it = new_id.emplace(text, flow_ids.id(rank.pp_rank, new_id.size())).first;
         event.new_id = it->second;
         event.changed |= 1u << kId;
       }
@@ -238,7 +248,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   for (const auto& r : ranks) summary.time_offsets_ns.push_back({r.global_rank, r.offset_ns});
   for (const auto& r : ranks) summary.per_rank.push_back({r.global_rank, r.input->compacted.summary});
 
-  PpResult pp = build_pp_flows(spans, pid_tracks, true, rules);
+  PpResult pp = build_pp_flows(spans, pid_tracks, true, rules, flow_ids.next_shared);
   summary.pp = pp.counts;
   append_pp_flow_events(pp.flows, flows_holder);
 

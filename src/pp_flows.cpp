@@ -13,6 +13,7 @@
 #include "tracelane/pp_flows.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -349,7 +350,7 @@ std::vector<std::pair<size_t, size_t>> pair_blocks(const std::vector<const Block
 
 class FlowMaker {
  public:
-  explicit FlowMaker(PpResult& result) : result_(result) {}
+  FlowMaker(PpResult& result, int64_t first_id) : result_(result), next_id_(first_id) {}
 
   // Returns whether the flow was written; the caller counts unmatched.
   bool add(const Block& s, const Block& d, const char* cat, bool strictly_forward) {
@@ -375,16 +376,16 @@ class FlowMaker {
 
  private:
   PpResult& result_;
-  int64_t next_id_ = 1000000000000;  // 1e12, SPEC 7
+  int64_t next_id_;  // SPEC 7: from 1e12, one per pair considered
 };
 
 }  // namespace
 
 PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank, const Rules* rules) {
+                        bool cross_rank, const Rules* rules, int64_t first_id) {
   PpResult result;
   std::vector<Block> blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
-  FlowMaker maker(result);
+  FlowMaker maker(result, first_id);
   PpCounts& counts = result.counts;
   // Blocks by key, each list in block order, so no pass scans all blocks per key.
   using GlobalKey = std::tuple<int64_t, std::string, int64_t>;          // stage, op, mb
@@ -485,7 +486,63 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
   return result;
 }
 
-void append_pp_flow_events(const std::vector<PpFlow>& flows, Trace& trace) {
+namespace {
+
+// The unsigned values a viewer may take a flow id text for: Perfetto reads a number as an
+// integer and a string as hex; others read strings as decimal. Values above INT64_MAX
+// cannot meet a synthetic id and are left out.
+void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
+  auto add_digits = [&](std::string_view digits, int base) {
+    if (digits.empty()) return;
+    unsigned __int128 value = 0;
+    for (char c : digits) {
+      int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+      if (digit >= base) return;
+      value = value * unsigned(base) + unsigned(digit);
+      if (value > (unsigned __int128)INT64_MAX) return;
+    }
+    used.push_back(int64_t(value));
+  };
+  if (text.size() >= 2 && text.front() == '"') {
+    std::string_view inner = text.substr(1, text.size() - 2);
+    add_digits(inner, 10);
+    if (inner.size() > 2 && inner[0] == '0' && (inner[1] == 'x' || inner[1] == 'X')) inner.remove_prefix(2);
+    add_digits(inner, 16);
+    return;
+  }
+  // A JSON number: its integer part, also when written with a fraction or an exponent.
+  long double value = std::strtold(std::string(text).c_str(), nullptr);
+  if (value >= 0 && value < 9.2e18L) used.push_back(int64_t(value));
+}
+
+}  // namespace
+
+void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
+  if (flows.empty()) return;
+  std::vector<int64_t> used;  // ids of the trace's own flow events
+  for (const Event& event : trace.events) {
+    if (!event.is_flow() || event.dropped || !event.id.present()) continue;
+    if (event.changed & (1u << kId))
+      used.push_back(event.new_id);
+    else if (event.id.is_int())
+      used.push_back(event.id.value);
+    else
+      add_id_readings(event.id_text(kId), used);
+  }
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  // Flow ids are increasing (one per pair considered); each moves up by the used ids at
+  // or below where it lands, so the flows keep their order and distinct ids.
+  auto next_used = std::lower_bound(used.begin(), used.end(), flows.front().id);
+  int64_t shift = 0;
+  for (PpFlow& flow : flows) {
+    int64_t id = flow.id + shift;
+    while (next_used != used.end() && *next_used <= id) {
+      if (*next_used == id) ++id, ++shift;
+      ++next_used;
+    }
+    flow.id = id;
+  }
   for (const PpFlow& flow : flows) {
     std::string args = "{\"source_pp_rank\": " + std::to_string(flow.source_pp_rank) +
                        ", \"destination_pp_rank\": " + std::to_string(flow.destination_pp_rank) +

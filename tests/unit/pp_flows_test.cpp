@@ -805,3 +805,33 @@ TEST(PpBlocks, OneHundredThousandBlocksInEveryAdversarialLayoutBuildInUnderThirt
   EXPECT_LT(cpu_seconds() - begin, 30.0);
 }
 
+TEST(PpFlowIds, SingleTraceArrowIdsSkipEveryIdTheTracesOwnFlowsUse) {
+  // compact keeps a trace's flow ids: an arrow must not take 1e12 when an ac2g pair has it,
+  // nor 1e12 + 1 when a string id reads as it in hex (Perfetto) or decimal.
+  std::string json = trace_json({
+      kernel(0, 7, "100", "50", "k", R"("name": "PP:0F0")"),
+      annotation(0, 7, "90", "5", "PP:0RECV_F0"),
+      annotation(0, 7, "160", "5", "PP:0SEND_F0"),
+      flow("s", "ac2g", "1000000000000", 100, 100, "1", "launch"),
+      flow("f", "ac2g", "1000000000000", 0, 7, "100", "launch"),
+      flow("s", "user", "\"0xE8D4A51001\"", 100, 100, "1", "hex"),
+      flow("s", "user", "\"1000000000003\"", 100, 100, "1", "decimal_string"),
+      flow("s", "user", "1000000000005.0", 100, 100, "1", "float"),
+  });
+  Output out(write_compacted(compact_text(json)));
+  auto arrows = out.with_ph("s", "pp_compute_dependency");
+  ASSERT_EQ(arrows.size(), 2u);
+  std::set<int64_t> ids;
+  for (auto arrow : arrows) ids.insert(Output::int_of(arrow, "id"));
+  EXPECT_EQ(ids, (std::set<int64_t>{1000000000002, 1000000000004}));
+}
+
+TEST(PpFlowIds, SingleTraceArrowIdsStayFromTheFirstWhenTheTraceUsesNoneOfThem) {
+  std::string json = trace_json({kernel(0, 7, "100", "50", "k", R"("name": "PP:0F0")"),
+                                 annotation(0, 7, "90", "5", "PP:0RECV_F0"), annotation(0, 7, "160", "5", "PP:0SEND_F0"),
+                                 flow("s", "ac2g", "999999999999", 100, 100, "1", "launch")});
+  Output out(write_compacted(compact_text(json)));
+  std::set<int64_t> ids;
+  for (auto arrow : out.with_ph("s", "pp_compute_dependency")) ids.insert(Output::int_of(arrow, "id"));
+  EXPECT_EQ(ids, (std::set<int64_t>{1000000000000, 1000000000001}));
+}
