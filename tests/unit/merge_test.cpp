@@ -448,3 +448,26 @@ TEST(MergeFlowIds, ARanksIdsBeyondItsBillionComeFromTheSharedCounterNotTheNextRa
   EXPECT_EQ(ids.next_shared, 1000000000003) << "the first PP arrow id";
 }
 
+TEST(MergeRanks, APpGroupPlacingARankBeyondAMillionIsAnErrorNamingTheFile) {
+  // The index in a pg_config group is the pp_rank; a hostile group must not overflow it.
+  std::string group = pp_group_after(1000000, {0, 1});
+  std::string message = error_message([&] {
+    merge({{"rank0_trace.json", rank_trace(0, 1000, small_rank(0), group)},
+           {"rank1_trace.json", rank_trace(1, 1000, small_rank(1), group)}});
+  });
+  EXPECT_NE(message.find("rank0_trace.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("index 1000000"), std::string::npos) << message;
+}
+
+TEST(MergeRanks, BaseTimesMissingFromThousandsOfRanksNameAFewThenACount) {
+  std::vector<MergeInput> inputs;
+  inputs.push_back(input("rank0_trace.json", rank_trace(0, 1000, small_rank(0))));
+  for (int64_t r = 1; r <= 2000; ++r)
+    inputs.push_back(input("rank" + std::to_string(r) + "_trace.json", rank_trace(r, std::nullopt, small_rank(r))));
+  std::string message = error_message([&] { merge_ranks(std::move(inputs)); });
+  EXPECT_NE(message.find("rank1_trace.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank6_trace.json"), std::string::npos) << message;
+  EXPECT_EQ(message.find("rank7_trace.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("and 1994 more"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 400u);
+}
