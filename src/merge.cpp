@@ -17,6 +17,14 @@
 
 namespace tracelane {
 
+int64_t MergeFlowIds::id(int pp_rank, size_t k) {
+  constexpr int64_t kRankIdStride = 1000000000;  // 1e9
+  static_assert(kFirstPpFlowId % kRankIdStride == 0);
+  if (pp_rank >= 0 && pp_rank < kFirstPpFlowId / kRankIdStride - 1 && k < size_t(kRankIdStride))
+    return int64_t(pp_rank + 1) * kRankIdStride + int64_t(k);
+  return next_shared++;
+}
+
 DistributedInfo read_distributed_info(const Trace& trace) {
   DistributedInfo info;
   const TopLevelField* field = trace.find_top("distributedInfo");
@@ -60,6 +68,9 @@ std::optional<int64_t> read_base_time_ns(const Trace& trace, bool& present_but_i
 
 namespace {
 
+// The largest pp_rank + 1 a merge accepts (sort indices are pp_rank * 1000 + position).
+constexpr size_t kMaxPpRank = 1000000;
+
 struct RankState {
   MergeInput* input = nullptr;
   int64_t global_rank = 0;
@@ -96,8 +107,11 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
     summary.inputs.push_back(inputs[i].name);
   }
   if (!with_base.empty() && !without_base.empty()) {
+    // A few names, then a count: a merge of thousands of ranks must not print them all.
+    constexpr size_t kNamed = 5;
     std::string others;
-    for (size_t k = 1; k < without_base.size(); ++k) others += ", " + without_base[k];
+    for (size_t k = 1; k < without_base.size() && k <= kNamed; ++k) others += ", " + without_base[k];
+    if (without_base.size() > kNamed + 1) others += " and " + std::to_string(without_base.size() - kNamed - 1) + " more";
     throw Error(without_base[0] + ": baseTimeNanoseconds is missing" +
                 (others.empty() ? std::string() : " (also in" + others.substr(1) + ")") +
                 " but present in the other ranks; cannot align clocks");
@@ -119,14 +133,18 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   summary.time_alignment = absolute ? "absolute timestamps" : "baseTimeNanoseconds";
 
   // PP order: the first PP group (in file order, then pg_config order) that holds every rank.
+  // Each group is read once against a hash of the input ranks (not searched once per
+  // rank: every rank file may hold long groups), and a rank's pp_rank is its first index.
+  std::unordered_map<int64_t, size_t> first_index;  // input rank -> index in `order`
   std::vector<int64_t> order;
   for (size_t i = 0; i < inputs.size() && order.empty(); ++i) {
     for (const auto& group : infos[i].pp_groups) {
-      bool all = std::all_of(ranks.begin(), ranks.end(), [&](const RankState& r) {
-        return std::find(group.begin(), group.end(), r.global_rank) != group.end();
-      });
-      if (all) {
+      std::unordered_map<int64_t, size_t> found;
+      for (size_t k = 0; k < group.size(); ++k)
+        if (seen_ranks.count(group[k])) found.try_emplace(group[k], k);
+      if (found.size() == seen_ranks.size()) {
         order = group;
+        first_index = std::move(found);
         summary.pp_order_source = "pg_config";
         break;
       }
@@ -135,10 +153,18 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   if (order.empty()) {
     for (const auto& r : ranks) order.push_back(r.global_rank);
     std::sort(order.begin(), order.end());
+    for (size_t k = 0; k < order.size(); ++k) first_index[order[k]] = k;
     summary.pp_order_source = "sorted global ranks";
   }
   for (auto& r : ranks) {
-    r.pp_rank = int(std::find(order.begin(), order.end(), r.global_rank) - order.begin());
+    size_t index = first_index.at(r.global_rank);
+    // pp_rank is an int throughout (and * 1000 a sort index): a group that places a rank
+    // beyond a million is not a pipeline, it is a corrupt or hostile file.
+    if (index >= kMaxPpRank)
+      throw Error(r.input->compacted.trace.source + ": the PP group in distributedInfo.pg_config places global rank " +
+                  std::to_string(r.global_rank) + " at index " + std::to_string(index) + ", beyond the " +
+                  std::to_string(kMaxPpRank) + " PP ranks tracelane merges");
+    r.pp_rank = int(index);
     r.prefix = "PP rank " + std::to_string(r.pp_rank) + " | ";
   }
   std::vector<RankState*> stacked;
@@ -151,6 +177,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   std::vector<PidTracks> pid_tracks;
   std::vector<std::vector<Event>> new_metadata(stacked.size());
   Trace flows_holder;
+  MergeFlowIds flow_ids;  // one id space for the whole file; the PP arrows' ids come last
   for (size_t s = 0; s < stacked.size(); ++s) {
     RankState& rank = *stacked[s];
     CompactedTrace& compacted = rank.input->compacted;
@@ -174,14 +201,13 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
         new_metadata[s].push_back(name.finish(trace));
         EventBuilder sort;
         sort.string("name", "process_sort_index").string("ph", "M").integer("pid", next_pid, kPid);
-        sort.integer("tid", 0, kTid).raw("args", "{\"sort_index\": " + std::to_string(rank.pp_rank * 1000 + position) + "}");
+        sort.integer("tid", 0, kTid).raw("args", "{\"sort_index\": " + std::to_string(int64_t(rank.pp_rank) * 1000 + position) + "}");
         new_metadata[s].push_back(sort.finish(trace));
         ++position;
         ++next_pid;
       }
     }
     std::unordered_map<std::string_view, int64_t> new_id;
-    int64_t id_base = int64_t(rank.pp_rank + 1) * 1000000000;
     for (Event& event : trace.events) {
       // A rank compacted with its single-trace arrows gets the merged file's arrows instead.
       if (event.pp_flow) event.dropped = true;
@@ -205,7 +231,9 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
         event.changed |= 1u << kTs;
       }
       if (event.is_flow() && event.id.present()) {
-        auto [it, inserted] = new_id.try_emplace(event.id_text(kId), id_base + int64_t(new_id.size()));
+        std::string_view text = event.id_text(kId);
+        auto it = new_id.find(text);
+        if (it == new_id.end()) it = new_id.emplace(text, flow_ids.id(rank.pp_rank, new_id.size())).first;
         event.new_id = it->second;
         event.changed |= 1u << kId;
       }
@@ -238,7 +266,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   for (const auto& r : ranks) summary.time_offsets_ns.push_back({r.global_rank, r.offset_ns});
   for (const auto& r : ranks) summary.per_rank.push_back({r.global_rank, r.input->compacted.summary});
 
-  PpResult pp = build_pp_flows(spans, pid_tracks, true, rules);
+  PpResult pp = build_pp_flows(spans, pid_tracks, true, rules, flow_ids.next_shared);
   summary.pp = pp.counts;
   append_pp_flow_events(pp.flows, flows_holder);
 

@@ -13,6 +13,7 @@
 #include "tracelane/pp_flows.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -111,14 +112,20 @@ struct Block {
   }
   // The member span at or nearest to `t`, and `t` moved into it: an arrow end must lie
   // inside a slice on its own track (SPEC 9.6), also when a bridged block has a gap.
+  // Members are in start order, so at or before the first start the first member wins:
+  // every source end and every unshard end (any number of them into one block) is
+  // placed in O(1), and a block with many members costs its length once per pairing.
   std::pair<int64_t, Ns> place(Ns t) const {
+    if (t <= members.front().start) return {members.front().tid, members.front().start};
     const Member* best = &members.front();
     Ns best_distance = INT64_MAX;
     for (const Member& m : members) {
       Ns distance = t < m.start ? m.start - t : (t > m.end ? t - m.end : 0);
       if (distance < best_distance) best = &m, best_distance = distance;
     }
-    return {best->tid, std::clamp(t, best->start, best->end)};
+    // std::clamp's result, written out: a span with a negative dur (end < start) is
+    // outside std::clamp's contract.
+    return {best->tid, t < best->start ? best->start : best->end < t ? best->end : t};
   }
 };
 
@@ -127,7 +134,18 @@ using BlockKey = std::tuple<int64_t, int64_t, std::string, int64_t>;  // pid, st
 std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
                                 const Rules& rules) {
   std::map<int64_t, const PidTracks*> tracks_of;
-  for (const auto& t : pids) tracks_of[t.pid] = &t;
+  // Sorted once per pid, not per key: a trace can split its main track into as many
+  // sub-tracks as it has spans, and have as many keys.
+  std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> sorted_tracks;  // main, unshard
+  for (const auto& t : pids) {
+    tracks_of[t.pid] = &t;
+    auto& [main_tracks, unshard_tracks] = sorted_tracks[t.pid];
+    main_tracks = t.main_compute_subtracks;
+    if (t.main_compute_track) main_tracks.push_back(*t.main_compute_track);
+    std::sort(main_tracks.begin(), main_tracks.end());
+    unshard_tracks = t.unshard_tracks;
+    std::sort(unshard_tracks.begin(), unshard_tracks.end());
+  }
   struct Use {
     size_t span;
     PpAction action;
@@ -164,11 +182,8 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
     };
     if (is_pp_compute_op(op)) {
       if (!tracks || !tracks->main_compute_track) continue;
-      auto on_main = [&](int64_t tid) {
-        return tid == *tracks->main_compute_track ||
-               std::find(tracks->main_compute_subtracks.begin(), tracks->main_compute_subtracks.end(), tid) !=
-                   tracks->main_compute_subtracks.end();
-      };
+      const std::vector<int64_t>& main_tracks = sorted_tracks[pid].first;
+      auto on_main = [&](int64_t tid) { return std::binary_search(main_tracks.begin(), main_tracks.end(), tid); };
       size_t k = 0;
       while (k < uses.size()) {
         Ns chain_end = spans[uses[k].span].end;
@@ -194,10 +209,9 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
       }
     } else if (op == "UNSHARD") {
       if (!tracks) continue;
-      for (const Use& use : uses) {
-        const auto& u = tracks->unshard_tracks;
-        if (std::find(u.begin(), u.end(), spans[use.span].tid) != u.end()) blocks.push_back(make(use));
-      }
+      const std::vector<int64_t>& u = sorted_tracks[pid].second;
+      for (const Use& use : uses)
+        if (std::binary_search(u.begin(), u.end(), spans[use.span].tid)) blocks.push_back(make(use));
     } else {
       for (const Use& use : uses) blocks.push_back(make(use));
     }
@@ -209,12 +223,26 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
 // order taken. Indices refer to the given vectors.
 //
 // SPEC 7 defines it as: all pairs sorted by |midpoint difference|, ties by source then
-// destination order, taken while both sides are free. Materialising all pairs is
-// quadratic, and a long capture repeats each key once per step, so this produces the
-// same sequence lazily: each source walks its destinations outwards from its own
-// midpoint (nearest first; equal distances by destination order), and a heap keyed
-// (distance, source, destination) always holds each free source's next candidate. A
-// popped candidate whose destination is taken is exactly a pair the full sort would skip.
+// destination order, taken while both sides are free. Scanning that order and taking the
+// free pairs is the same as taking, again and again, the smallest free pair by (distance,
+// source, destination); this finds that pair among O(1) candidates per point, so the whole
+// matching is O((n + m) log(n + m)) on every input (an earlier version walked each
+// source's destinations outwards one by one, and n sources all left of n destinations
+// made it walk n^2 taken ones).
+//
+// Points are grouped by midpoint into "places" on the line, kept in a list of the places
+// that still hold a free point. The smallest free pair is:
+// - at distance 0, when some place holds both a free source and a free destination: the
+//   smallest such (first free source, first free destination) of one place;
+// - otherwise between two places adjacent in the list: any place between the two sides
+//   of a pair holds only sources or only destinations and so makes a shorter pair with
+//   one side. Its sides are the first free source and the first free destination of the
+//   two places.
+// A min-heap holds these candidates. Taking a pair changes only the two places of its
+// sides (their first free points, or the list when one empties), so each take pushes the
+// few new candidates there; a popped candidate with a taken side is dropped, and one with
+// both sides free is a real pair with its true key, so the smallest popped is the
+// smallest free pair.
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vector<Ns>& source_sums,
@@ -223,62 +251,89 @@ std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vecto
   size_t n = source_sums.size(), m = destination_sums.size();
   std::vector<std::pair<size_t, size_t>> pairs;
   if (n == 0 || m == 0) return pairs;
-  std::vector<size_t> by_mid(m);
-  std::iota(by_mid.begin(), by_mid.end(), size_t(0));
-  std::stable_sort(by_mid.begin(), by_mid.end(),
-                   [&](size_t a, size_t b) { return destination_sums[a] < destination_sums[b]; });
-  std::vector<Wide> sorted_mid(m);
-  for (size_t k = 0; k < m; ++k) sorted_mid[k] = destination_sums[by_mid[k]];
+  auto by_value = [](const std::vector<Ns>& sums) {
+    std::vector<size_t> order(sums.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sums[a] < sums[b]; });
+    return order;  // by value, equal values by index
+  };
+  std::vector<size_t> sources = by_value(source_sums), destinations = by_value(destination_sums);
 
-  struct Cursor {
-    Wide mid = 0;
-    ptrdiff_t left = -1, right = 0;  // next unvisited positions in by_mid on each side
-    std::vector<size_t> group;       // destinations at the current distance, by index
-    size_t next_in_group = 0;
-    Wide group_distance = 0;
+  struct Place {
+    Ns value = 0;
+    size_t sources_begin = 0, sources_end = 0;            // free ones: [sources_begin, sources_end) of `sources`
+    size_t destinations_begin = 0, destinations_end = 0;  // the same in `destinations`
+    ptrdiff_t previous = -1, next = -1;                   // neighbours that still hold a free point
+    bool has_source() const { return sources_begin < sources_end; }
+    bool has_destination() const { return destinations_begin < destinations_end; }
   };
-  std::vector<Cursor> cursors(n);
-  // Moves a source to its next candidate; false when it has none left.
-  auto advance = [&](Cursor& c) {
-    if (c.next_in_group < c.group.size()) return true;
-    c.group.clear();
-    c.next_in_group = 0;
-    bool has_left = c.left >= 0, has_right = c.right < ptrdiff_t(m);
-    if (!has_left && !has_right) return false;
-    Wide left_distance = has_left ? c.mid - sorted_mid[size_t(c.left)] : 0;
-    Wide right_distance = has_right ? sorted_mid[size_t(c.right)] - c.mid : 0;
-    Wide d = !has_left ? right_distance : !has_right ? left_distance : std::min(left_distance, right_distance);
-    while (c.left >= 0 && c.mid - sorted_mid[size_t(c.left)] == d) c.group.push_back(by_mid[size_t(c.left--)]);
-    while (c.right < ptrdiff_t(m) && sorted_mid[size_t(c.right)] - c.mid == d)
-      c.group.push_back(by_mid[size_t(c.right++)]);
-    std::sort(c.group.begin(), c.group.end());
-    c.group_distance = d;
-    return true;
-  };
+  std::vector<Place> places;
+  std::vector<size_t> place_of_source(n), place_of_destination(m);
+  for (size_t i = 0, j = 0; i < n || j < m;) {
+    Ns value = j == m || (i < n && source_sums[sources[i]] <= destination_sums[destinations[j]])
+                   ? source_sums[sources[i]]
+                   : destination_sums[destinations[j]];
+    Place p;
+    p.value = value;
+    p.sources_begin = i;
+    while (i < n && source_sums[sources[i]] == value) place_of_source[sources[i++]] = places.size();
+    p.sources_end = i;
+    p.destinations_begin = j;
+    while (j < m && destination_sums[destinations[j]] == value) place_of_destination[destinations[j++]] = places.size();
+    p.destinations_end = j;
+    p.previous = ptrdiff_t(places.size()) - 1;
+    p.next = ptrdiff_t(places.size()) + 1;
+    places.push_back(p);
+  }
+  places.back().next = -1;
+
   using Entry = std::tuple<Wide, size_t, size_t>;  // (distance, source, destination)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  auto push_next = [&](size_t s) {
-    Cursor& c = cursors[s];
-    if (!advance(c)) return;
-    heap.emplace(c.group_distance, s, c.group[c.next_in_group++]);
+  auto push_within = [&](const Place& p) {
+    if (p.has_source() && p.has_destination())
+      heap.emplace(Wide(0), sources[p.sources_begin], destinations[p.destinations_begin]);
   };
-  for (size_t s = 0; s < n; ++s) {
-    Cursor& c = cursors[s];
-    c.mid = source_sums[s];
-    c.right = std::lower_bound(sorted_mid.begin(), sorted_mid.end(), c.mid) - sorted_mid.begin();
-    c.left = c.right - 1;
-    push_next(s);
+  auto push_between = [&](ptrdiff_t a, ptrdiff_t b) {
+    if (a < 0 || b < 0) return;
+    const Place &x = places[size_t(a)], &y = places[size_t(b)];
+    Wide distance = Wide(x.value) - Wide(y.value);
+    if (distance < 0) distance = -distance;
+    if (x.has_source() && y.has_destination())
+      heap.emplace(distance, sources[x.sources_begin], destinations[y.destinations_begin]);
+    if (y.has_source() && x.has_destination())
+      heap.emplace(distance, sources[y.sources_begin], destinations[x.destinations_begin]);
+  };
+  for (size_t k = 0; k < places.size(); ++k) {
+    push_within(places[k]);
+    push_between(ptrdiff_t(k), places[k].next);
   }
-  std::vector<bool> destination_taken(m);
-  while (!heap.empty() && pairs.size() < std::min(n, m)) {
+  // After a place lost its first free source or destination: new candidates there.
+  auto changed = [&](size_t k) {
+    Place& p = places[k];
+    if (!p.has_source() && !p.has_destination()) {
+      if (p.previous >= 0) places[size_t(p.previous)].next = p.next;
+      if (p.next >= 0) places[size_t(p.next)].previous = p.previous;
+      push_between(p.previous, p.next);
+      return;
+    }
+    push_within(p);
+    push_between(p.previous, ptrdiff_t(k));
+    push_between(ptrdiff_t(k), p.next);
+  };
+  std::vector<bool> source_taken(n), destination_taken(m);
+  size_t most = std::min(n, m);
+  while (!heap.empty() && pairs.size() < most) {
     auto [distance, s, d] = heap.top();
     heap.pop();
-    if (destination_taken[d]) {
-      push_next(s);
-      continue;
-    }
-    destination_taken[d] = true;
+    if (source_taken[s] || destination_taken[d]) continue;
+    source_taken[s] = destination_taken[d] = true;
     pairs.push_back({s, d});
+    // s and d are the first free points of their places (a later one would make a larger key).
+    size_t ps = place_of_source[s], pd = place_of_destination[d];
+    ++places[ps].sources_begin;
+    ++places[pd].destinations_begin;
+    changed(ps);
+    if (pd != ps) changed(pd);
   }
   return pairs;
 }
@@ -295,7 +350,7 @@ std::vector<std::pair<size_t, size_t>> pair_blocks(const std::vector<const Block
 
 class FlowMaker {
  public:
-  explicit FlowMaker(PpResult& result) : result_(result) {}
+  FlowMaker(PpResult& result, int64_t first_id) : result_(result), next_id_(first_id) {}
 
   // Returns whether the flow was written; the caller counts unmatched.
   bool add(const Block& s, const Block& d, const char* cat, bool strictly_forward) {
@@ -321,16 +376,16 @@ class FlowMaker {
 
  private:
   PpResult& result_;
-  int64_t next_id_ = 1000000000000;  // 1e12, SPEC 7
+  int64_t next_id_;  // SPEC 7: from 1e12, one per pair considered
 };
 
 }  // namespace
 
 PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank, const Rules* rules) {
+                        bool cross_rank, const Rules* rules, int64_t first_id) {
   PpResult result;
   std::vector<Block> blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
-  FlowMaker maker(result);
+  FlowMaker maker(result, first_id);
   PpCounts& counts = result.counts;
   // Blocks by key, each list in block order, so no pass scans all blocks per key.
   using GlobalKey = std::tuple<int64_t, std::string, int64_t>;          // stage, op, mb
@@ -431,7 +486,63 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
   return result;
 }
 
-void append_pp_flow_events(const std::vector<PpFlow>& flows, Trace& trace) {
+namespace {
+
+// The unsigned values a viewer may take a flow id text for: Perfetto reads a number as an
+// integer and a string as hex; others read strings as decimal. Values above INT64_MAX
+// cannot meet a synthetic id and are left out.
+void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
+  auto add_digits = [&](std::string_view digits, int base) {
+    if (digits.empty()) return;
+    unsigned __int128 value = 0;
+    for (char c : digits) {
+      int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+      if (digit >= base) return;
+      value = value * unsigned(base) + unsigned(digit);
+      if (value > (unsigned __int128)INT64_MAX) return;
+    }
+    used.push_back(int64_t(value));
+  };
+  if (text.size() >= 2 && text.front() == '"') {
+    std::string_view inner = text.substr(1, text.size() - 2);
+    add_digits(inner, 10);
+    if (inner.size() > 2 && inner[0] == '0' && (inner[1] == 'x' || inner[1] == 'X')) inner.remove_prefix(2);
+    add_digits(inner, 16);
+    return;
+  }
+  // A JSON number: its integer part, also when written with a fraction or an exponent.
+  long double value = std::strtold(std::string(text).c_str(), nullptr);
+  if (value >= 0 && value < 9.2e18L) used.push_back(int64_t(value));
+}
+
+}  // namespace
+
+void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
+  if (flows.empty()) return;
+  std::vector<int64_t> used;  // ids of the trace's own flow events
+  for (const Event& event : trace.events) {
+    if (!event.is_flow() || event.dropped || !event.id.present()) continue;
+    if (event.changed & (1u << kId))
+      used.push_back(event.new_id);
+    else if (event.id.is_int())
+      used.push_back(event.id.value);
+    else
+      add_id_readings(event.id_text(kId), used);
+  }
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  // Flow ids are increasing (one per pair considered); each moves up by the used ids at
+  // or below where it lands, so the flows keep their order and distinct ids.
+  auto next_used = std::lower_bound(used.begin(), used.end(), flows.front().id);
+  int64_t shift = 0;
+  for (PpFlow& flow : flows) {
+    int64_t id = flow.id + shift;
+    while (next_used != used.end() && *next_used <= id) {
+      if (*next_used == id) ++id, ++shift;
+      ++next_used;
+    }
+    flow.id = id;
+  }
   for (const PpFlow& flow : flows) {
     std::string args = "{\"source_pp_rank\": " + std::to_string(flow.source_pp_rank) +
                        ", \"destination_pp_rank\": " + std::to_string(flow.destination_pp_rank) +

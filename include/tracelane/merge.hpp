@@ -21,6 +21,16 @@ DistributedInfo read_distributed_info(const Trace& trace);
 // baseTimeNanoseconds, when present and an integer.
 std::optional<int64_t> read_base_time_ns(const Trace& trace, bool& present_but_invalid);
 
+// Flow ids of a merged file (SPEC 8): rank p's k-th distinct id becomes (p + 1) * 1e9 + k
+// while that lies below 1e12, where the synthetic PP ids start (SPEC 7). Ids that would
+// not (pp_rank 999 and up, or a rank's ids beyond its 1e9) come from one counter from
+// 1e12 on, and the PP ids follow them: no two pairs of a merged file share an id,
+// whatever the rank count, and files that fit keep SPEC 8's ids.
+struct MergeFlowIds {
+  int64_t next_shared = kFirstPpFlowId;  // then the first PP arrow id
+  int64_t id(int pp_rank, size_t k);
+};
+
 struct MergeInput {
   std::string name;  // file name, for the summary and messages
   CompactedTrace compacted;  // compacted on its own; single-trace PP arrows, if any, are replaced

@@ -75,12 +75,19 @@ std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vecto
 
 class Rules;
 
-// Builds the arrows. `cross_rank` adds send->recv arrows (merge only). `rules` says which
-// annotation names are PP actions (null: SPEC 7 and 9.5's grammar).
-PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank, const Rules* rules = nullptr);
+// The first synthetic flow id (SPEC 7).
+inline constexpr int64_t kFirstPpFlowId = 1000000000000;  // 1e12
 
-// Appends each flow as two events (ph s and ph f) to `trace`.
-void append_pp_flow_events(const std::vector<PpFlow>& flows, Trace& trace);
+// Builds the arrows. `cross_rank` adds send->recv arrows (merge only). `rules` says which
+// annotation names are PP actions (null: SPEC 7 and 9.5's grammar). Flow ids are
+// first_id, first_id + 1, ... one per pair considered.
+PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
+                        bool cross_rank, const Rules* rules = nullptr, int64_t first_id = kFirstPpFlowId);
+
+// Appends each flow as two events (ph s and ph f) to `trace`. Flow ids that a flow event
+// already in `trace` uses (as a viewer may read it: integer, number, or string read as
+// decimal or hex) are skipped: the flows' ids move up, in order, to the next unused
+// ones, so a synthetic arrow never shares an id with the trace's own flows.
+void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace);
 
 }  // namespace tracelane

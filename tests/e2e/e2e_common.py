@@ -205,6 +205,31 @@ def flows_without_slice(events):
     return unbound
 
 
+def flow_ids_shared_across_pairs(events):
+    """For a merged trace: flow ids (ph s/t/f) that more than one pair uses, where a pair is
+    one PP arrow (cat pp_*, by name) or one rank's own flows (by the "PP rank <p> (global
+    rank <g>)" process_name of the pid; a rank's input may pair several under one id).
+    Returns {id: sorted owners} for each shared id; empty when every id is one pair's."""
+    rank_of = {}
+    for event in events:
+        if isinstance(event, dict) and event.get("ph") == "M" and event.get("name") == "process_name":
+            label = (event.get("args") or {}).get("name")
+            match = re.match(r"PP rank (\d+) \(global rank", label) if isinstance(label, str) else None
+            if match:
+                rank_of[json.dumps(event.get("pid"))] = int(match.group(1))
+    owners = {}
+    for event in events:
+        if not (isinstance(event, dict) and event.get("ph") in FLOW_PH and "id" in event):
+            continue
+        cat = event.get("cat")
+        if isinstance(cat, str) and cat.startswith("pp_"):
+            owner = f"PP arrow {event.get('name')}"
+        else:
+            owner = f"rank {rank_of.get(json.dumps(event.get('pid')), '?')}"
+        owners.setdefault(json.dumps(event["id"]), set()).add(owner)
+    return {key: sorted(who) for key, who in owners.items() if len(who) > 1}
+
+
 def lint_gpu_pids(events):
     """The pids semdiff lint counts flow ends on: those with an X event of a measured,
     gpu_user_annotation or cuda_sync cat (its "GPU processes"; CPU-side flows are the

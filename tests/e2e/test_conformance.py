@@ -213,6 +213,8 @@ def run_pp4(args, shared, workdir, checks, semdiff_lint):
         merged_unbound = e2e.flows_without_slice(merged["traceEvents"])
         case.check(len(merged_unbound) <= len(input_unbound),
                    f"pp4 merge: {len(merged_unbound)} flow endpoints without a slice, inputs had {len(input_unbound)}")
+        shared_ids = e2e.flow_ids_shared_across_pairs(merged["traceEvents"])
+        case.check(not shared_ids, f"pp4 merge: flow ids shared by different pairs: {dict(list(shared_ids.items())[:5])}")
         on_annotations, on_lanes = e2e.overlap_report(merged["traceEvents"])
         case.check(not on_lanes, f"pp4 merge: partial overlaps on lane tracks: {on_lanes}")
         case.check(not on_annotations, f"pp4 merge: partial overlaps on annotation tracks: {on_annotations}")

@@ -1,4 +1,6 @@
 // Merging the per-rank traces of a PP job (SPEC 8, 9.7).
+#include <set>
+
 #include "test_support.hpp"
 
 using namespace tracelane;
@@ -348,4 +350,124 @@ TEST(MergeRanks, ABaseTimeThatIsNotAnIntegerIsAnErrorNamingTheFile) {
            {"rank1_trace.json", trace_json(small_rank(1), R"("distributedInfo": {"rank": 1}, "baseTimeNanoseconds": "1000")")}});
   });
   EXPECT_NE(message.find("rank1_trace.json"), std::string::npos) << message;
+}
+
+// --- flow ids: one id space per merged file ------------------------------------------------
+
+namespace {
+
+// The PP rank of each renumbered integer pid, from the process_name labels the merge adds.
+std::map<int64_t, int64_t> pp_rank_of_pid(const Output& out) {
+  std::map<int64_t, int64_t> ranks;
+  for (const auto& [pid, names] : process_names(out))
+    for (const std::string& name : names)
+      if (name.rfind("PP rank ", 0) == 0 && name.find("(global rank") != std::string::npos)
+        ranks[pid] = std::stoll(name.substr(8));
+  return ranks;
+}
+
+// Every flow id of a merged file belongs to one pair: the events sharing it are all one
+// rank's own flows (that rank's input may pair several under one id) or all one PP arrow.
+void expect_each_flow_id_is_one_pair(const Output& out) {
+  auto rank_of = pp_rank_of_pid(out);
+  std::map<int64_t, std::set<std::string>> owners;
+  for (auto e : out.events) {
+    std::string ph = Output::string_of(e, "ph");
+    if (ph != "s" && ph != "t" && ph != "f") continue;
+    int64_t id = Output::int_of(e, "id");
+    ASSERT_NE(id, INT64_MIN) << "merged flow ids are integers";
+    std::string cat = Output::string_of(e, "cat");
+    bool pp = cat.rfind("pp_", 0) == 0;
+    int64_t pid = Output::int_of(e, "pid");
+    owners[id].insert(pp ? "PP arrow " + Output::string_of(e, "name")
+                         : "rank " + std::to_string(rank_of.count(pid) ? rank_of[pid] : -1));
+  }
+  for (const auto& [id, who] : owners) {
+    std::string all;
+    for (const auto& w : who) all += w + "; ";
+    EXPECT_EQ(who.size(), 1u) << "id " << id << " is shared by: " << all;
+  }
+}
+
+// `count` filler ranks, then the input ranks: a PP group that puts rank r at index count + r.
+std::string pp_group_after(int count, const std::vector<int64_t>& ranks) {
+  std::string list;
+  for (int k = 0; k < count; ++k) list += std::to_string(100000 + k) + ", ";
+  for (size_t k = 0; k < ranks.size(); ++k) list += (k ? ", " : "") + std::to_string(ranks[k]);
+  return R"({"pg_name": "9", "pg_desc": "mesh_pp", "ranks": [)" + list + "]}";
+}
+
+}  // namespace
+
+TEST(MergeRanks, RankFlowIdsNeverMeetPpArrowIdsWhenPpRanksReachAThousand) {
+  // PP ranks 999 and 1000 (as a merge of 1,001 ranks has them): SPEC 8's (p + 1) * 1e9
+  // gave rank 999's first flow the id 1e12, the first PP arrow's.
+  std::string group = pp_group_after(999, {0, 1});
+  std::vector<std::string> rank0 = {kernel(0, 7, "0", "1000", "k_0"), annotation(0, 7, "100", "10", "PP:0SEND_F0"),
+                                    flow("s", "ac2g", "5", 100, 100, "1", "launch_0"),
+                                    flow("f", "ac2g", "5", 0, 7, "0", "launch_0")};
+  std::vector<std::string> rank1 = {kernel(0, 7, "0", "1000", "k_1"), annotation(0, 7, "200", "50", "PP:1RECV_F0"),
+                                    flow("s", "ac2g", "5", 100, 100, "1", "launch_1"),
+                                    flow("f", "ac2g", "5", 0, 7, "0", "launch_1")};
+  rank0.push_back(R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": 1, "dur": 1})");
+  rank1.push_back(R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": 1, "dur": 1})");
+  auto result = merge({{"rank0_trace.json", rank_trace(0, 1000, rank0, group)},
+                       {"rank1_trace.json", rank_trace(1, 1000, rank1, group)}});
+  EXPECT_EQ(result.summary.pp.send_recv_pairs, 1u);
+  Output out(result.json);
+  expect_each_flow_id_is_one_pair(out);
+  EXPECT_EQ(Output::int_of(out.named("launch_0").at(0), "id"), 1000000000000) << "from the shared counter";
+  EXPECT_EQ(Output::int_of(out.named("launch_1").at(0), "id"), 1000000000001);
+  EXPECT_EQ(Output::int_of(out.with_ph("s", "pp_send_recv").at(0), "id"), 1000000000002) << "PP ids follow";
+}
+
+TEST(MergeRanks, EveryMergedFileOfThisSuiteHasOneFlowIdPerPair) {
+  // The shapes above with flows on both ranks and arrows: ids stay SPEC 8's, and apart.
+  std::vector<std::string> rank0 = {kernel(0, 7, "0", "1000", "k_0"), annotation(0, 7, "100", "10", "PP:0SEND_F0"),
+                                    annotation(0, 7, "20", "10", "PP:0F0"), flow("s", "ac2g", "7", 100, 100, "1", "a"),
+                                    flow("f", "ac2g", "7", 0, 7, "0", "a")};
+  std::vector<std::string> rank1 = {kernel(0, 7, "0", "1000", "k_1"), annotation(0, 7, "200", "50", "PP:1RECV_F0"),
+                                    flow("s", "ac2g", "7", 100, 100, "1", "b"), flow("f", "ac2g", "7", 0, 7, "0", "b")};
+  auto result = merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
+  Output out(result.json);
+  expect_each_flow_id_is_one_pair(out);
+  EXPECT_EQ(Output::int_of(out.named("a").at(0), "id"), 1000000000);
+  EXPECT_EQ(Output::int_of(out.named("b").at(0), "id"), 2000000000);
+  EXPECT_EQ(Output::int_of(out.with_ph("s", "pp_send_recv").at(0), "id"), 1000000000000);
+}
+
+TEST(MergeFlowIds, ARanksIdsBeyondItsBillionComeFromTheSharedCounterNotTheNextRanksRange) {
+  MergeFlowIds ids;
+  EXPECT_EQ(ids.id(0, 0), 1000000000);
+  EXPECT_EQ(ids.id(0, 999999999), 1999999999);
+  EXPECT_EQ(ids.id(0, 1000000000), 1000000000000) << "not 2e9, rank 1's first id";
+  EXPECT_EQ(ids.id(1, 0), 2000000000);
+  EXPECT_EQ(ids.id(998, 999999999), 999999999999);
+  EXPECT_EQ(ids.id(999, 0), 1000000000001) << "rank 999's range would start at 1e12";
+  EXPECT_EQ(ids.id(1000000, 5), 1000000000002);
+  EXPECT_EQ(ids.next_shared, 1000000000003) << "the first PP arrow id";
+}
+
+TEST(MergeRanks, APpGroupPlacingARankBeyondAMillionIsAnErrorNamingTheFile) {
+  // The index in a pg_config group is the pp_rank; a hostile group must not overflow it.
+  std::string group = pp_group_after(1000000, {0, 1});
+  std::string message = error_message([&] {
+    merge({{"rank0_trace.json", rank_trace(0, 1000, small_rank(0), group)},
+           {"rank1_trace.json", rank_trace(1, 1000, small_rank(1), group)}});
+  });
+  EXPECT_NE(message.find("rank0_trace.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("index 1000000"), std::string::npos) << message;
+}
+
+TEST(MergeRanks, BaseTimesMissingFromThousandsOfRanksNameAFewThenACount) {
+  std::vector<MergeInput> inputs;
+  inputs.push_back(input("rank0_trace.json", rank_trace(0, 1000, small_rank(0))));
+  for (int64_t r = 1; r <= 2000; ++r)
+    inputs.push_back(input("rank" + std::to_string(r) + "_trace.json", rank_trace(r, std::nullopt, small_rank(r))));
+  std::string message = error_message([&] { merge_ranks(std::move(inputs)); });
+  EXPECT_NE(message.find("rank1_trace.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank6_trace.json"), std::string::npos) << message;
+  EXPECT_EQ(message.find("rank7_trace.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("and 1994 more"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 400u);
 }
