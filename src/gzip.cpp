@@ -65,6 +65,11 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
         double ratio = in_pos > 0 ? double(out_size) / double(in_pos) : 8.0;
         uint64_t estimate = std::max<uint64_t>(uint64_t(max_bytes) * 2,
                                                uint64_t(double(out_size) + ratio * double(rest.size()) * 1.125));
+        // When the rest is one member (the usual single-member file of 4 GiB or more), its
+        // size is ISIZE modulo 2^32: the first such size beyond what was admitted is exact.
+        uint64_t exact_if_one = out_size + isize;
+        while (exact_if_one <= max_bytes) exact_if_one += uint64_t(1) << 32;
+        if (exact_if_one <= 2 * estimate) estimate = std::max<uint64_t>(exact_if_one, max_bytes + 1);
         throw LargerThanAdmitted(std::string(source) + ": decompresses to more than the " +
                                      std::to_string(max_bytes) + " bytes admitted",
                                  std::max<uint64_t>(max_bytes + 1, std::min<uint64_t>(estimate, plausible_max)));

@@ -283,3 +283,18 @@ TEST(SweepDiscovery, FindsAnIterationDirectoryWhosePathIsLongerThanPathMax) {
   EXPECT_EQ(found.iterations[0].ranks[0].bytes_on_disk, 2u);
   EXPECT_TRUE(found.problems.empty());
 }
+
+TEST(ReadLimit, ASingleMemberBeyondWhatWasAdmittedGetsItsExactSizeFromTheTrailer) {
+  Scratch tree;
+  std::string big(3 << 20, 'a');
+  for (size_t i = 0; i < big.size(); i += 89) big[i] = char('c' + i % 5);
+  fs::path path = tree.file("rank0_trace.json.gz", tracelane::gzip_compress(big, 1));
+  ReadOptions read;
+  read.max_bytes = 1 << 20;
+  try {
+    read_trace_bytes(path, nullptr, read);
+    ADD_FAILURE() << "read more than admitted";
+  } catch (const tracelane::LargerThanAdmitted& e) {
+    EXPECT_EQ(e.estimate, big.size());
+  }
+}
