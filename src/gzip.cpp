@@ -22,7 +22,7 @@ struct CompressorDeleter {
 };
 }  // namespace
 
-std::string gunzip(std::string_view bytes, std::string_view source) {
+std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes) {
   // libdeflate decompressors are cheap and not thread-safe: one per call.
   std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
   if (!d) throw Error(std::string(source) + ": out of memory");
@@ -36,6 +36,10 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
                    uint8_t(bytes[bytes.size() - 2]) << 16 | uint32_t(uint8_t(bytes[bytes.size() - 1])) << 24;
   size_t capacity = size_t(isize) <= plausible_max ? size_t(isize) + 64 : bytes.size() * 8;
   capacity = std::max(capacity, size_t(1) << 16);
+  // Never hold more than the caller admitted (ISIZE of a multi-member file is the last
+  // member's only): the buffer stops growing there.
+  const size_t admitted = max_bytes >= UINT64_MAX - 64 ? SIZE_MAX : size_t(max_bytes) + 64;
+  capacity = std::min(capacity, admitted);
   std::string out;
   out.resize(capacity);
   size_t in_pos = 0, out_size = 0;
@@ -56,6 +60,20 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
         out_size += out_used;
         break;
       }
+      if (result == LIBDEFLATE_INSUFFICIENT_SPACE && out.size() >= admitted) {
+        // Expect the rest to expand as the members so far did, and at least double.
+        double ratio = in_pos > 0 ? double(out_size) / double(in_pos) : 8.0;
+        uint64_t estimate = std::max<uint64_t>(uint64_t(max_bytes) * 2,
+                                               uint64_t(double(out_size) + ratio * double(rest.size()) * 1.125));
+        // When the rest is one member (the usual single-member file of 4 GiB or more), its
+        // size is ISIZE modulo 2^32: the first such size beyond what was admitted is exact.
+        uint64_t exact_if_one = out_size + isize;
+        while (exact_if_one <= max_bytes) exact_if_one += uint64_t(1) << 32;
+        if (exact_if_one <= 2 * estimate) estimate = std::max<uint64_t>(exact_if_one, max_bytes + 1);
+        throw LargerThanAdmitted(std::string(source) + ": decompresses to more than the " +
+                                     std::to_string(max_bytes) + " bytes admitted",
+                                 std::max<uint64_t>(max_bytes + 1, std::min<uint64_t>(estimate, plausible_max)));
+      }
       if (result == LIBDEFLATE_INSUFFICIENT_SPACE && out.size() < plausible_max) {
         // Multi-member input (or a wrong ISIZE): grow the whole buffer and redo this
         // member. Expect the rest to expand as the members so far did (plus 1/8), so that
@@ -63,7 +81,7 @@ std::string gunzip(std::string_view bytes, std::string_view source) {
         // trace of 64 MB members grew five times). At least doubling keeps the work linear.
         size_t expected = out_size + (rest.size() << 3);
         if (in_pos > 0) expected = out_size + size_t(double(out_size) / double(in_pos) * double(rest.size()) * 1.125);
-        out.resize(std::min(std::max(out.size() * 2, expected), plausible_max));
+        out.resize(std::min({std::max(out.size() * 2, expected), plausible_max, admitted}));
         continue;
       }
       throw Error(std::string(source) + ": corrupt or truncated gzip data (member " + std::to_string(member + 1) +

@@ -2,16 +2,30 @@
 // of members in.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "tracelane/trace.hpp"
 
 namespace tracelane {
 
 bool is_gzip(std::string_view bytes);
 
+// Thrown when an input holds, or decompresses to, more than the caller admitted (a memory
+// budget decided before reading). `estimate` is a better guess of the whole size, always
+// larger than what was admitted.
+class LargerThanAdmitted : public Error {
+ public:
+  LargerThanAdmitted(const std::string& message, uint64_t estimate) : Error(message), estimate(estimate) {}
+  uint64_t estimate;
+};
+
 // Decompresses every member. Throws Error("<source>: ...") on a truncated or corrupt
-// stream. The result has `padding` spare bytes of capacity after its end (for simdjson).
-std::string gunzip(std::string_view bytes, std::string_view source);
+// stream, LargerThanAdmitted (having held no more than about `max_bytes`) when the output
+// is larger than `max_bytes`. The result has `padding` spare bytes of capacity after its
+// end (for simdjson).
+std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes = UINT64_MAX);
 
 // Compresses into one gzip member at `level` (0-12, libdeflate's scale).
 std::string gzip_compress(std::string_view bytes, int level);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -17,39 +18,84 @@
 
 namespace tracelane::cli {
 
-std::string read_file(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+FileIdentity identity_of(const struct stat& st) {
+  return {st.st_dev, st.st_ino, uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec), long(st.st_mtim.tv_nsec)};
+}
+
+std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOptions& options) {
+  // O_NONBLOCK: opening a FIFO planted under an input's name must not wait for a writer.
+  int flags = O_RDONLY | O_CLOEXEC | (options.regular_only ? O_NONBLOCK : 0);
+  int fd = ::open(path.c_str(), flags);
   if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw Error(path.string() + ": is a directory, not a trace file");
-  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat before {};
+  if (::fstat(fd, &before) != 0) throw Error(path.string() + ": cannot stat: " + std::strerror(errno));
+  if (S_ISDIR(before.st_mode)) throw Error(path.string() + ": is a directory, not a trace file");
+  bool regular = S_ISREG(before.st_mode);
+  if (options.regular_only && !regular) throw Error(path.string() + ": not a regular file (not read)");
+  if (regular && uint64_t(before.st_size) > options.max_bytes)
+    throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
+                                 " bytes admitted",
+                             uint64_t(before.st_size));
   std::string bytes;
-  bytes.reserve(size_t(st.st_size) + 64);  // simdjson's padding fits without a copy
-  bytes.resize(size_t(st.st_size));
+  bytes.reserve(size_t(before.st_size) + 64);  // simdjson's padding fits without a copy
+  bytes.resize(size_t(before.st_size));
   size_t got = 0;
   for (;;) {
-    if (got == bytes.size()) bytes.resize(std::max<size_t>(bytes.size() * 2, 1 << 16));  // file grew
+    if (got == bytes.size()) {
+      // The file grew (or is a pipe): never beyond what was admitted.
+      if (got >= options.max_bytes) {
+        char probe;
+        ssize_t n;
+        do n = ::read(fd, &probe, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 0) break;  // exactly the admitted size
+        if (n < 0) throw Error(path.string() + ": read error: " + std::strerror(errno));
+        throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
+                                     " bytes admitted",
+                                 std::max<uint64_t>(uint64_t(got) * 2, options.max_bytes + 1));
+      }
+      bytes.resize(size_t(std::min<uint64_t>(std::max<size_t>(bytes.size() * 2, 1 << 16), options.max_bytes)));
+    }
     ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      throw Error(path.string() + ": read error: " + std::strerror(e));
+      throw Error(path.string() + ": read error: " + std::strerror(errno));
     }
     if (n == 0) break;
     got += size_t(n);
   }
-  ::close(fd);
   bytes.resize(got);
+  if (regular) {
+    // The descriptor keeps the inode, so a file renamed over the name while we read
+    // changes nothing here (and the identity recorded is the file read); a writer
+    // appending or rewriting in place changes the size or mtime.
+    struct stat after {};
+    if (::fstat(fd, &after) != 0) throw Error(path.string() + ": cannot stat: " + std::strerror(errno));
+    if (!(identity_of(before) == identity_of(after)) || uint64_t(got) != uint64_t(after.st_size))
+      throw InputChanged(path.string() + ": changed while it was read (is a job still writing it?)");
+    if (identity) *identity = identity_of(after);
+  }
   return bytes;
 }
 
-std::string read_trace_bytes(const fs::path& path) {
-  std::string bytes = read_file(path);
+std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const ReadOptions& options) {
+  ReadOptions raw = options;
+  if (options.max_bytes != UINT64_MAX) {
+    // A gzip file is no larger than its contents plus headers; the limit applies to what
+    // it decompresses to.
+    raw.max_bytes = options.max_bytes + options.max_bytes / 8 + (1 << 16);
+  }
+  std::string bytes = read_file(path, identity, raw);
   if (path.extension() == ".gz" && bytes.empty()) throw Error(path.string() + ": empty gzip file");
-  if (is_gzip(bytes)) return gunzip(bytes, path.string());
+  if (is_gzip(bytes)) return gunzip(bytes, path.string(), options.max_bytes);
+  if (bytes.size() > options.max_bytes)
+    throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
+                                 " bytes admitted",
+                             bytes.size());
   return bytes;
 }
 
@@ -121,14 +167,16 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file) {
   return paths;
 }
 
-void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record) {
+void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record,
+                      const std::vector<NamedIdentity>& inputs) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::random_device device;
   std::string tmp_name = "." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
                          std::to_string(device() % 1000000);
   fs::path tmp = dir / tmp_name;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // O_EXCL never opens an existing file, nor follows a symlink planted under the name.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(path.string() + ": cannot create output: " + std::strerror(errno));
   size_t done = 0;
   while (done < bytes.size()) {
@@ -144,7 +192,16 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
   }
   // ENOTSUP (no user xattrs here), ENOSPC or E2BIG (no room beside the inode): the output
   // is still complete; a later sweep that skips it reports it without its numbers.
+  // Both attributes go on the descriptor of the file we just created, so they can only
+  // ever land on our own temporary. Without kInputsAttribute a sweep redoes the output.
   if (!record.empty()) (void)::fsetxattr(fd, kRecordAttribute, record.data(), record.size(), 0);
+  if (!inputs.empty()) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      std::string text = format_inputs(inputs, st.st_dev);
+      (void)::fsetxattr(fd, kInputsAttribute, text.data(), text.size(), 0);
+    }
+  }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
@@ -168,16 +225,29 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
   }
 }
 
-std::optional<std::string> read_record(const fs::path& path) {
+std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output_device) {
+  std::string out;
+  for (const NamedIdentity& input : inputs) {
+    const FileIdentity& id = input.identity;
+    char nanos[16];
+    std::snprintf(nanos, sizeof nanos, "%09ld", id.mtime_ns);
+    out += input.name + "\t" + (id.device == output_device ? std::string("=") : std::to_string(uint64_t(id.device))) +
+           "\t" + std::to_string(uint64_t(id.inode)) + "\t" + std::to_string(id.size) + "\t" +
+           std::to_string(id.mtime_s) + "." + nanos + "\n";
+  }
+  return out;
+}
+
+std::optional<std::string> read_attribute(const fs::path& path, const char* name) {
   std::string value(4096, '\0');
   for (int attempt = 0; attempt < 2; ++attempt) {
-    ssize_t n = ::getxattr(path.c_str(), kRecordAttribute, value.data(), value.size());
+    ssize_t n = ::lgetxattr(path.c_str(), name, value.data(), value.size());
     if (n >= 0) {
       value.resize(size_t(n));
       return value;
     }
     if (errno != ERANGE) return std::nullopt;
-    n = ::getxattr(path.c_str(), kRecordAttribute, nullptr, 0);  // its size
+    n = ::lgetxattr(path.c_str(), name, nullptr, 0);  // its size
     if (n <= 0 || n > (1 << 20)) return std::nullopt;
     value.assign(size_t(n), '\0');
   }

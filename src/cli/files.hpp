@@ -2,19 +2,57 @@
 // files, and writing outputs so that no half-written file is ever visible.
 #pragma once
 
+#include <sys/stat.h>
+#include <sys/types.h>
+
 #include <boost/filesystem.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tracelane/gzip.hpp"
+#include "tracelane/trace.hpp"
+
 namespace tracelane::cli {
 
 namespace fs = boost::filesystem;
 
-std::string read_file(const fs::path& path);
+// What identifies the contents of a file we read: "newer than" is not "made from", so an
+// output records the identity of every input it was made from (kInputsAttribute).
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  uint64_t size = 0;
+  int64_t mtime_s = 0;
+  long mtime_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+FileIdentity identity_of(const struct stat& st);
+
+// Thrown when a file's identity (size, mtime) changed between the start and the end of
+// reading it: a writer was at work, so the bytes read may be a mix of two versions.
+class InputChanged : public Error {
+ public:
+  using Error::Error;
+};
+struct ReadOptions {
+  // Refuse anything but a regular file (a FIFO planted under a rank name must not hang us;
+  // it is opened non-blocking and refused).
+  bool regular_only = false;
+  // LargerThanAdmitted (gzip.hpp) beyond this many bytes, the decompressed size for gzip:
+  // no more than that is ever held.
+  uint64_t max_bytes = UINT64_MAX;
+};
+
+// Reads a whole file. With `identity`, it is the identity of the file read (taken from the
+// open descriptor, before and after reading; InputChanged when they differ). A regular
+// file is always checked so; anything else (a pipe) has no identity and `identity` stays
+// default.
+std::string read_file(const fs::path& path, FileIdentity* identity = nullptr, const ReadOptions& options = {});
 // Reads and, when the bytes start with the gzip magic, decompresses.
-std::string read_trace_bytes(const fs::path& path);
+std::string read_trace_bytes(const fs::path& path, FileIdentity* identity = nullptr, const ReadOptions& options = {});
 
 fs::path default_compact_output(const fs::path& input);
 inline const char* kMergedName = "pp_traces_merged_compacted.json.gz";
@@ -30,11 +68,25 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file);
 // A non-empty `record` is stored with the file as the extended attribute kRecordAttribute,
 // set before the rename, so the file never appears without it; where the file system has
 // no user extended attributes, the file is written without it.
+// Non-empty `inputs` (name, identity as read) are stored the same way as kInputsAttribute
+// (format_inputs), so a later sweep can tell whether the output was made from the inputs
+// it now sees.
+struct NamedIdentity {
+  std::string name;  // the input's file name (rank<N>_trace.json[.gz])
+  FileIdentity identity;
+};
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite,
-                      std::string_view record = {});
+                      std::string_view record = {}, const std::vector<NamedIdentity>& inputs = {});
 inline const char* kRecordAttribute = "user.tracelane.report_row";
-// The record stored with `path`, or nothing (no such attribute, or none readable).
-std::optional<std::string> read_record(const fs::path& path);
+inline const char* kInputsAttribute = "user.tracelane.inputs";
+// One line per input: "name<TAB>device<TAB>inode<TAB>size<TAB>mtime_s.mtime_ns". The device
+// is written "=" when it is the output's own device: an NFS client numbers devices per
+// mount, so a raw number would make every rerun on another node redo everything.
+std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output_device);
+// The attribute `name` of `path` itself (never of a symlink's target), or nothing (no
+// such attribute, none readable, or larger than 1 MiB).
+std::optional<std::string> read_attribute(const fs::path& path, const char* name);
+inline std::optional<std::string> read_record(const fs::path& path) { return read_attribute(path, kRecordAttribute); }
 
 // gzip-compress when the name ends in .gz.
 std::string encode_for(const fs::path& path, std::string json, int level);

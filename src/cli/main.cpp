@@ -220,7 +220,8 @@ int run_compact(int argc, char** argv) {
   }
   try {
     Timer timer(common.timings);
-    std::string json = cli::read_trace_bytes(input);
+    cli::FileIdentity identity;  // recorded with the output, so a sweep knows what it was made from
+    std::string json = cli::read_trace_bytes(input, &identity);
     timer.lap("read");
     Trace trace = parse_trace(std::move(json), input.string());
     timer.lap("parse");
@@ -247,7 +248,7 @@ int run_compact(int argc, char** argv) {
     compacted = CompactedTrace{};  // the input document and events are no longer needed
     std::string bytes = cli::encode_for(output, std::move(text), common.level);
     timer.lap("compress");
-    cli::write_atomically(output, bytes, common.overwrite);
+    cli::write_atomically(output, bytes, common.overwrite, {}, {{input.filename().string(), identity}});
     timer.lap("write");
     JsonValue summary =
         with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(compact_summary, true));

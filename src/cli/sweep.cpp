@@ -22,9 +22,10 @@
 // leaves no partial file and a rerun redoes only what is missing or stale.
 #include "sweep.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,8 @@
 #include <thread>
 
 #include "files.hpp"
+#include "printable.hpp"
+#include "tree_lock.hpp"
 #include "report.hpp"
 #include "tracelane/compact.hpp"
 #include "tracelane/merge.hpp"
@@ -82,13 +85,10 @@ std::string run_of(const std::string& rel, const std::string& root_name) {
   return out;
 }
 
-uint64_t estimate_uncompressed_bytes(const fs::path& path, uint64_t bytes_on_disk) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return bytes_on_disk;
+uint64_t estimate_uncompressed_bytes(int fd, uint64_t bytes_on_disk) {
   unsigned char magic[2] = {0, 0}, trailer[4] = {0, 0, 0, 0};
   bool gzip = bytes_on_disk >= 18 && ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
               ::pread(fd, trailer, 4, off_t(bytes_on_disk - 4)) == 4;
-  ::close(fd);
   if (!gzip) return bytes_on_disk;
   uint64_t isize = uint64_t(trailer[0]) | uint64_t(trailer[1]) << 8 | uint64_t(trailer[2]) << 16 |
                    uint64_t(trailer[3]) << 24;
@@ -100,8 +100,20 @@ uint64_t estimate_uncompressed_bytes(const fs::path& path, uint64_t bytes_on_dis
   return isize;
 }
 
+uint64_t estimate_uncompressed_bytes(const fs::path& path, uint64_t bytes_on_disk) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return bytes_on_disk;
+  uint64_t estimate = estimate_uncompressed_bytes(fd, bytes_on_disk);
+  ::close(fd);
+  return estimate;
+}
+
 namespace {
 
+// The walk holds one open directory per level (openat relative to its parent), so a path
+// longer than PATH_MAX is no limit to it; only the number of open files is, and the soft
+// limit is raised to the hard one for that. Whatever cannot be entered or examined is a
+// problem row: nothing is left out silently.
 struct Walker {
   Discovery& out;
   std::string root_name;
@@ -111,53 +123,91 @@ struct Walker {
     return rel == "." ? name : rel + "/" + name;
   }
 
-  void walk(const fs::path& dir, const std::string& rel, std::vector<std::pair<dev_t, ino_t>>& ancestors) {
+  void problem(const std::string& rel, const std::string& reason, bool failure) {
+    out.problems.push_back({rel, reason, failure});
+  }
+
+  // `fd` is the directory `dir` (ROOT/rel), open; the caller closes it.
+  void walk(int fd, const fs::path& dir, const std::string& rel, std::vector<std::pair<dev_t, ino_t>>& ancestors) {
     struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) {
-      out.problems.push_back({rel, std::string("cannot read directory: ") + std::strerror(errno), true});
+    if (::fstat(fd, &st) != 0) {
+      problem(rel, std::string("cannot read directory: ") + std::strerror(errno), true);
       return;
     }
     std::pair<dev_t, ino_t> key{st.st_dev, st.st_ino};
     if (auto seen = visited.find(key); seen != visited.end()) {
       bool loop = std::find(ancestors.begin(), ancestors.end(), key) != ancestors.end();
-      out.problems.push_back({rel,
-                              (loop ? "symlink loop: leads back to " : "reached twice: same directory as ") +
-                                  seen->second + " (not entered again)",
-                              false});
+      problem(rel,
+              (loop ? "symlink loop: leads back to " : "reached twice: same directory as ") + seen->second +
+                  " (not entered again)",
+              false);
       return;
     }
     visited.emplace(key, rel);
 
-    boost::system::error_code ec;
     std::vector<std::string> names;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      names.push_back(it->path().filename().string());
-    if (ec) {
-      out.problems.push_back({rel, "cannot list directory: " + ec.message(), true});
-      return;
+    {
+      // fdopendir owns the descriptor it is given: list through a second one.
+      int list_fd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      DIR* listing = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+      if (!listing) {
+        int e = errno;
+        if (list_fd >= 0) ::close(list_fd);
+        problem(rel, std::string("cannot list directory: ") + std::strerror(e), true);
+        return;
+      }
+      errno = 0;
+      while (struct dirent* entry = ::readdir(listing)) {
+        std::string name = entry->d_name;
+        if (name != "." && name != "..") names.push_back(std::move(name));
+        errno = 0;
+      }
+      int e = errno;
+      ::closedir(listing);
+      if (e != 0) {
+        problem(rel, std::string("cannot list directory: ") + std::strerror(e), true);
+        return;
+      }
     }
     std::sort(names.begin(), names.end());
 
     IterationDir iteration;
     std::vector<std::string> subdirs;
     for (const std::string& name : names) {
-      fs::path path = dir / name;
       struct stat entry {};
-      if (::stat(path.c_str(), &entry) != 0) {
-        if (errno == ELOOP) out.problems.push_back({join(rel, name), "symlink loop (not followed)", false});
-        continue;  // a dangling link is not an input
+      if (::fstatat(fd, name.c_str(), &entry, 0) != 0) {  // follows links, as entering does
+        int e = errno;
+        if (e == ELOOP)
+          problem(join(rel, name), "symlink loop (not followed)", false);
+        else if (e != ENOENT)  // ENOENT: a dangling link, or gone since the listing
+          problem(join(rel, name), std::string("cannot examine: ") + std::strerror(e), true);
+        continue;
       }
       if (S_ISDIR(entry.st_mode)) {
         if (is_sweep_input_name(name, nullptr))
-          out.problems.push_back({join(rel, name), "is a directory, not a trace file (not read as a rank)", false});
+          problem(join(rel, name), "is a directory, not a trace file (not read as a rank)", false);
         subdirs.push_back(name);
         continue;
       }
       long long rank = 0;
-      if (S_ISREG(entry.st_mode) && is_sweep_input_name(name, &rank)) {
-        uint64_t size = uint64_t(entry.st_size);
-        iteration.ranks.push_back({path, rank, size, estimate_uncompressed_bytes(path, size)});
+      if (!is_sweep_input_name(name, &rank)) continue;
+      if (!S_ISREG(entry.st_mode)) {
+        problem(join(rel, name), "not a regular file (not read as a rank)", false);
+        continue;
       }
+      uint64_t size = uint64_t(entry.st_size);
+      uint64_t estimate = size;
+      // O_NONBLOCK: it was a regular file a moment ago, but a FIFO swapped in must not hang us.
+      int file_fd = ::openat(fd, name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (file_fd >= 0) {
+        struct stat opened {};
+        if (::fstat(file_fd, &opened) == 0 && S_ISREG(opened.st_mode))
+          estimate = estimate_uncompressed_bytes(file_fd, size);
+        ::close(file_fd);
+      }
+      RankFile file{dir / name, rank, size, estimate};
+      file.identity = identity_of(entry);
+      iteration.ranks.push_back(std::move(file));
     }
     if (!iteration.ranks.empty()) {
       std::stable_sort(iteration.ranks.begin(), iteration.ranks.end(),
@@ -169,10 +219,30 @@ struct Walker {
       out.iterations.push_back(std::move(iteration));
     }
     ancestors.push_back(key);
-    for (const std::string& name : subdirs) walk(dir / name, join(rel, name), ancestors);
+    for (const std::string& name : subdirs) {
+      // Follows a directory symlink (once: `visited`). O_NONBLOCK is harmless on a directory
+      // and keeps a FIFO swapped in since fstatat from blocking the open.
+      int child = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+      if (child < 0) {
+        int e = errno;
+        if (e != ENOENT) problem(join(rel, name), std::string("cannot read directory: ") + std::strerror(e), true);
+        continue;
+      }
+      walk(child, dir / name, join(rel, name), ancestors);
+      ::close(child);
+    }
     ancestors.pop_back();
   }
 };
+
+// One open directory per level of depth: let the walk use as many as the hard limit allows.
+void raise_open_files_limit() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 }  // namespace
 
@@ -182,9 +252,16 @@ Discovery discover(const fs::path& root) {
   fs::path absolute = fs::absolute(root, ec);
   std::string root_name = absolute.filename().string();
   if (root_name == "." || root_name.empty()) root_name = absolute.parent_path().filename().string();
+  raise_open_files_limit();
   Walker walker{out, root_name, {}};
   std::vector<std::pair<dev_t, ino_t>> ancestors;
-  walker.walk(root, ".", ancestors);
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    walker.problem(".", std::string("cannot read directory: ") + std::strerror(errno), true);
+  } else {
+    walker.walk(fd, root, ".", ancestors);
+    ::close(fd);
+  }
   std::sort(out.iterations.begin(), out.iterations.end(),
             [](const IterationDir& a, const IterationDir& b) { return a.rel < b.rel; });
   return out;
@@ -207,7 +284,7 @@ std::optional<Shard> parse_shard(std::string_view text) {
   };
   long index = 0, count = 0;
   if (!number(text.substr(0, slash), index) || !number(text.substr(slash + 1), count)) return std::nullopt;
-  if (count < 1 || index >= count) return std::nullopt;
+  if (count < 1 || count > kMaxShards || index >= count) return std::nullopt;
   return Shard{int(index), int(count)};
 }
 
@@ -284,13 +361,13 @@ std::vector<size_t> Admission::admit() {
   while (!queue_.empty()) {
     const Job& job = queue_.front();
     Group* group = job.group == SIZE_MAX ? nullptr : &groups_[job.group];
-    uint64_t need = job.transient + (group && !group->reserved ? group->reserve : 0);
+    uint64_t need = job.transient + (group ? group->reserve - group->held : 0);
     bool fits = in_flight_ + need <= budget_;
     // Nothing running and no merge to wait for: waiting would never end.
     bool alone = running_ == 0 && merging_ == 0;
     if (!fits && !alone) break;
     in_flight_ += need;
-    if (group) group->reserved = true;
+    if (group) group->held = group->reserve;
     running_++;
     started_.emplace(job.id, job);
     started.push_back(job.id);
@@ -315,9 +392,25 @@ void Admission::finish_job(size_t id) {
 void Admission::finish_group(size_t id) {
   auto it = groups_.find(id);
   if (it == groups_.end()) return;
-  if (it->second.reserved) in_flight_ -= it->second.reserve;
+  in_flight_ -= it->second.held;
   if (it->second.finished == it->second.jobs) merging_--;
   groups_.erase(it);
+}
+
+void Admission::requeue(size_t id, uint64_t transient, uint64_t group_reserve) {
+  auto it = started_.find(id);
+  if (it == started_.end()) return;
+  Job job = it->second;
+  started_.erase(it);
+  in_flight_ -= job.transient;
+  running_--;
+  job.transient = transient;
+  if (job.group != SIZE_MAX) {
+    Group& group = groups_[job.group];
+    group.reserve = std::max(group.reserve, group_reserve);
+    job.group_reserve = group.reserve;
+  }
+  queue_.push_front(job);  // it was started before anything still queued
 }
 
 // ---------------------------------------------------------------------------------------
@@ -326,6 +419,9 @@ void Admission::finish_group(size_t id) {
 namespace {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
+// Each requeue at least doubles a file's estimate; a file that outgrows this many is
+// being written while we read it.
+constexpr int kMaxRequeues = 16;
 
 struct SweepOptions {
   fs::path root;
@@ -339,28 +435,27 @@ struct SweepOptions {
   std::optional<Shard> shard;
 };
 
-// Modification time with nanoseconds; an output is up to date when strictly newer than
-// every input it was made from.
-std::optional<timespec> mtime_of(const fs::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return st.st_mtim;
-}
-bool newer(const timespec& a, const timespec& b) {
-  return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+// An output is up to date when it is a regular file (not a link someone planted) whose
+// kInputsAttribute names exactly the inputs as they are now: same names, devices, inodes,
+// sizes and mtimes. "Newer than every input" is not enough: a rank file renamed into
+// place keeps its older mtime, and one replaced while it was read leaves an output newer
+// than it yet made from the file before. With no record (a file system without user
+// extended attributes, an output written by another tool) the output is redone: a
+// redundant redo costs time, a kept stale output costs a wrong result for good.
+std::vector<NamedIdentity> named(const std::vector<const RankFile*>& inputs) {
+  std::vector<NamedIdentity> out;
+  for (const RankFile* input : inputs) out.push_back({input->path.filename().string(), input->identity});
+  return out;
 }
 bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inputs) {
-  auto out = mtime_of(output);
-  if (!out) return false;
-  for (const RankFile* input : inputs) {
-    auto in = mtime_of(input->path);
-    if (!in || !newer(*out, *in)) return false;
-  }
-  return true;
+  struct stat st {};
+  if (::lstat(output.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  auto recorded = read_attribute(output, kInputsAttribute);
+  return recorded && *recorded == format_inputs(named(inputs), st.st_dev);
 }
 int64_t size_of(const fs::path& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
+  return ::lstat(path.c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -380,6 +475,10 @@ struct RankTask {
   Row row{RowKind::file};
 
   std::chrono::steady_clock::time_point started;
+  uint64_t estimate = 0;        // uncompressed bytes admitted; raised when the read finds more
+  bool requeued = false;        // the read found more than admitted: back to the budget
+  int requeues = 0;
+  FileIdentity read_identity;   // the file as read (recorded with the outputs made from it)
   std::optional<Trace> trace;
   std::optional<CompactedTrace> compacted;
   bool failed = false;
@@ -416,7 +515,7 @@ class Progress {
   void error(const std::string& message) {
     std::lock_guard lock(mutex_);
     if (tty_ && drawn_) std::fputs("\r\033[K", stderr);
-    std::fprintf(stderr, "%s\n", message.c_str());
+    std::fprintf(stderr, "%s\n", printable(message).c_str());
     drawn_ = false;
   }
   void stop() {
@@ -521,23 +620,37 @@ class Sweep {
 
   // A killed sweep leaves its temporary files (".<output>.tmp.<pid>.<n>", never the
   // output's own name) behind; remove those of our outputs in the directories this run
-  // owns when their writer is no longer running on this host.
+  // owns when their writer is no longer running on this host. Only regular files that we
+  // own are removed, by name relative to the directory we opened (unlinkat never follows a
+  // link: a symlink swapped in is removed itself, never its target).
   void remove_stale_temporaries() const {
     for (const auto& iteration : iterations_) {
       std::set<std::string> outputs{kMergedName};
       for (size_t r : iteration->ranks) outputs.insert(ranks_[r]->output.filename().string());
-      boost::system::error_code ec;
-      for (fs::directory_iterator it(iteration->dir->dir, ec), end; !ec && it != end; it.increment(ec)) {
-        std::string name = it->path().filename().string();
+      int fd = ::open(iteration->dir->dir.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) continue;  // its rank files cannot be read either: they get failed rows
+      int list_fd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      DIR* listing = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+      if (!listing && list_fd >= 0) ::close(list_fd);
+      std::vector<std::string> stale;
+      while (listing) {
+        struct dirent* entry = ::readdir(listing);
+        if (!entry) break;
+        std::string name = entry->d_name;
         size_t tmp = name.find(".tmp.");
         if (name.empty() || name[0] != '.' || tmp == std::string::npos) continue;
         if (!outputs.count(name.substr(1, tmp - 1))) continue;
         long pid = std::atol(name.c_str() + tmp + 5);
-        if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
-          boost::system::error_code ignored;
-          fs::remove(it->path(), ignored);
-        }
+        if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
       }
+      if (listing) ::closedir(listing);
+      for (const std::string& name : stale) {
+        struct stat st {};
+        if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == ::geteuid())
+          (void)::unlinkat(fd, name.c_str(), 0);
+      }
+      ::close(fd);
     }
   }
 
@@ -576,6 +689,7 @@ class Sweep {
         task->iteration = iteration.get();
         task->file = &file;
         task->output = default_compact_output(file.path);
+        task->estimate = file.bytes_uncompressed;
         task->write_output = options_.overwrite || !up_to_date(task->output, {&file});
         task->for_merge = iteration->merge;
         task->process = task->write_output || task->for_merge;
@@ -592,15 +706,17 @@ class Sweep {
   }
 
   void print_plan() const {
+    // Names from the tree are bytes: printable() keeps invalid UTF-8 and terminal escapes
+    // off the terminal.
     auto rel_file = [](const RankTask& task, const fs::path& path) {
       const std::string& rel = task.iteration->dir->rel;
-      return (rel == "." ? "" : rel + "/") + path.filename().string();
+      return printable((rel == "." ? "" : rel + "/") + path.filename().string());
     };
     for (const auto& iteration : iterations_) {
       for (size_t index : iteration->ranks) {
         const RankTask& task = *ranks_[index];
         if (task.write_output)
-          std::cout << "compact " << rel_file(task, task.file->path) << " -> " << task.output.filename().string()
+          std::cout << "compact " << rel_file(task, task.file->path) << " -> " << printable(task.output.filename().string())
                     << "\n";
         else if (task.process)
           std::cout << "read    " << rel_file(task, task.file->path) << " (output up to date; needed by the merge)\n";
@@ -609,10 +725,10 @@ class Sweep {
       }
       if (iteration->has_merge_row) {
         if (iteration->merge)
-          std::cout << "merge   " << iteration->dir->rel << " (" << iteration->ranks.size() << " ranks) -> "
+          std::cout << "merge   " << printable(iteration->dir->rel) << " (" << iteration->ranks.size() << " ranks) -> "
                     << kMergedName << "\n";
         else
-          std::cout << "skip    " << iteration->dir->rel << "/" << kMergedName << " (up to date)\n";
+          std::cout << "skip    " << printable(iteration->dir->rel) << "/" << kMergedName << " (up to date)\n";
       }
     }
     size_t work = 0;
@@ -633,24 +749,8 @@ class Sweep {
     progress_ = &progress;
 
     Admission admission(options_.memory_budget);
-    for (size_t i = 0; i < ranks_.size(); ++i) {
-      const RankTask& task = *ranks_[i];
-      if (!task.process) continue;
-      uint64_t size = task.file->bytes_uncompressed;
-      Admission::Job job;
-      job.id = i;
-      if (task.for_merge) {
-        // The retained part of every rank and the merged text are held by the iteration.
-        job.group = task.iteration->index;
-        job.transient = kTransientFactor * size;
-        uint64_t total = 0;
-        for (size_t r : task.iteration->ranks) total += ranks_[r]->file->bytes_uncompressed;
-        job.group_reserve = (kRetainedFactor + kMergeFactor) * total;
-      } else {
-        job.transient = (kTransientFactor + kRetainedFactor) * size;
-      }
-      admission.enqueue(job);
-    }
+    for (size_t i = 0; i < ranks_.size(); ++i)
+      if (ranks_[i]->process) admission.enqueue(job_of(i));
 
     tbb::task_arena arena(options_.jobs);
     arena.execute([&] { run_graph(admission); });
@@ -666,11 +766,30 @@ class Sweep {
   }
 
  private:
-  // The budget's messages: start (first kick), a rank job done, an iteration's merge done.
+  // The budget's messages: start (first kick), a rank job done, an iteration's merge done,
+  // a rank job that found its file larger than admitted (requeue with its new estimate).
   struct AdmitMessage {
-    enum Kind { start, job_done, group_done } kind = start;
+    enum Kind { start, job_done, group_done, requeue } kind = start;
     size_t id = 0;
   };
+
+  // A rank job's costs from the current estimates (which a requeue raises).
+  Admission::Job job_of(size_t id) const {
+    const RankTask& task = *ranks_[id];
+    Admission::Job job;
+    job.id = id;
+    if (task.for_merge) {
+      // The retained part of every rank and the merged text are held by the iteration.
+      job.group = task.iteration->index;
+      job.transient = kTransientFactor * task.estimate;
+      uint64_t total = 0;
+      for (size_t r : task.iteration->ranks) total += ranks_[r]->estimate;
+      job.group_reserve = (kRetainedFactor + kMergeFactor) * total;
+    } else {
+      job.transient = (kTransientFactor + kRetainedFactor) * task.estimate;
+    }
+    return job;
+  }
 
   void run_graph(Admission& admission) {
     namespace flow = tbb::flow;
@@ -682,6 +801,10 @@ class Sweep {
     AdmitNode admit(graph, flow::serial, [&](const AdmitMessage& message, AdmitNode::output_ports_type& ports) {
       if (message.kind == AdmitMessage::job_done) admission.finish_job(message.id);
       if (message.kind == AdmitMessage::group_done) admission.finish_group(message.id);
+      if (message.kind == AdmitMessage::requeue) {
+        Admission::Job job = job_of(message.id);
+        admission.requeue(message.id, job.transient, job.group_reserve);
+      }
       for (size_t id : admission.admit()) std::get<0>(ports).try_put(id);
     });
     flow::function_node<size_t, size_t> load(graph, flow::unlimited, [&](size_t id) { return load_parse(id); });
@@ -718,11 +841,30 @@ class Sweep {
   size_t load_parse(size_t id) {
     RankTask& task = *ranks_[id];
     task.started = std::chrono::steady_clock::now();
+    task.requeued = false;
     try {
-      std::string json = read_trace_bytes(task.file->path);
+      ReadOptions read;
+      read.regular_only = true;
+      read.max_bytes = task.estimate;  // what the budget admitted: never hold more
+      std::string json;
+      try {
+        json = read_trace_bytes(task.file->path, &task.read_identity, read);
+      } catch (const InputChanged&) {
+        // Once more: a writer may just have finished. Still changing: failed, not kept.
+        json = read_trace_bytes(task.file->path, &task.read_identity, read);
+      }
+      task.row.set("input_bytes", int64_t(task.read_identity.size));  // the file read
       task.trace.emplace(parse_trace(std::move(json), task.file->path.string()));
       task.row.set("events", int64_t(task.trace->events.size()));
       task.row.set("pp_rank", int64_t(single_trace_pp_rank(*task.trace)));
+    } catch (const LargerThanAdmitted& e) {
+      // Back to the budget with the better estimate (at least double: see Admission).
+      if (++task.requeues > kMaxRequeues) {
+        fail(task, std::string(e.what()) + " (still growing after " + std::to_string(kMaxRequeues) + " new estimates)");
+      } else {
+        task.estimate = std::max(e.estimate, task.estimate * 2);
+        task.requeued = true;
+      }
     } catch (...) {
       fail(task, describe_exception());
     }
@@ -731,7 +873,7 @@ class Sweep {
 
   size_t compact_rank(size_t id) {
     RankTask& task = *ranks_[id];
-    if (task.failed) return id;
+    if (task.failed || task.requeued) return id;
     try {
       CompactOptions compact_options;
       // Every rank output gets its single-trace arrows, as `compact` writes it; the merge
@@ -757,14 +899,15 @@ class Sweep {
 
   size_t write_rank(size_t id) {
     RankTask& task = *ranks_[id];
-    if (task.failed) return id;
+    if (task.failed || task.requeued) return id;
     try {
       if (task.write_output) {
         // Serialised before the merge, which renumbers the trace in place.
         std::string bytes = encode_for(task.output, write_compacted(*task.compacted), options_.level);
         Row done = task.row;  // the row only once the output is in place
         done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
-        write_atomically(task.output, bytes, true, row_record(done));
+        write_atomically(task.output, bytes, true, row_record(done),
+                         {{task.file->path.filename().string(), task.read_identity}});
         task.row = std::move(done);
       }
       if (!task.for_merge) task.compacted.reset();
@@ -778,6 +921,10 @@ class Sweep {
   template <typename Ports>
   void collect_rank(size_t id, Ports& ports) {
     RankTask& task = *ranks_[id];
+    if (task.requeued) {
+      std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::requeue, id});
+      return;
+    }
     progress_->file_done(task.file->bytes_uncompressed, task.failed);
     std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::job_done, id});
     if (!task.for_merge) return;
@@ -813,8 +960,10 @@ class Sweep {
     try {
       Row done = row;  // the row only once the output is in place
       std::vector<MergeInput> inputs;
+      std::vector<NamedIdentity> identities;  // every rank, as read
       for (size_t r : iteration.ranks) {
         RankTask& task = *ranks_[r];
+        identities.push_back({task.file->path.filename().string(), task.read_identity});
         inputs.push_back({task.file->path.filename().string(), std::move(*task.compacted)});
         task.compacted.reset();
       }
@@ -834,7 +983,7 @@ class Sweep {
           .set("pp_unshard_compute_pairs", int64_t(summary.pp.unshard_compute_pairs))
           .set("pp_unshard_compute_unmatched", int64_t(summary.pp.unshard_compute_unmatched));
       done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
-      write_atomically(iteration.merged_output, bytes, true, row_record(done));
+      write_atomically(iteration.merged_output, bytes, true, row_record(done), identities);
       row = std::move(done);
     } catch (...) {
       std::string message = describe_exception();
@@ -853,53 +1002,6 @@ class Sweep {
 };
 
 const char* kSweepUsage = "usage: tracelane sweep ROOT [options]\n";
-
-}  // namespace
-
-namespace {
-
-// Two sweeps of one tree would redo each other's work and race on the report, so a sweep
-// holds an flock on ROOT/.tracelane.lock (which stays, holding the last holder's pid):
-// exclusive for a whole-tree sweep, shared for a --shard run, so the shards of a Slurm
-// array run together but not beside a whole-tree sweep. The kernel drops the lock when
-// the process ends, however it ends. Where locks are unsupported (some network file
-// systems) or the root is read-only, the sweep warns and runs unlocked.
-class TreeLock {
- public:
-  ~TreeLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  // "" when locked (or unlockable: warned), else why the sweep must not start.
-  std::string take(const fs::path& root, bool shared) {
-    fs::path path = root / ".tracelane.lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
-      std::cerr << "warning: " << path.string() << ": cannot create the lock file (" << std::strerror(errno)
-                << "); not guarding against another sweep of this tree\n";
-      return "";
-    }
-    if (::flock(fd_, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
-      int e = errno;
-      if (e != EWOULDBLOCK) {
-        std::cerr << "warning: " << path.string() << ": cannot lock (" << std::strerror(e)
-                  << "); not guarding against another sweep of this tree\n";
-        return "";
-      }
-      char buf[32] = {};
-      ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
-      long pid = n > 0 ? std::atol(buf) : 0;
-      return "another sweep is running on " + root.string() + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
-    }
-    std::string pid = std::to_string(::getpid()) + "\n";
-    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-      // the pid is only for the other sweep's message
-    }
-    return "";
-  }
-
- private:
-  int fd_ = -1;
-};
 
 }  // namespace
 
@@ -940,7 +1042,7 @@ int run_sweep(int argc, char** argv) {
     return kExitOk;
   }
   auto usage_error = [](const std::string& message) {
-    std::cerr << "tracelane sweep: " << message << "\n" << kSweepUsage;
+    std::cerr << "tracelane sweep: " << printable(message) << "\n" << kSweepUsage;
     return kExitUsage;
   };
   if (root.empty()) return usage_error("missing ROOT");
@@ -948,7 +1050,7 @@ int run_sweep(int argc, char** argv) {
     try {
       options.rules = Rules::parse(read_file(rules_file), rules_file);
     } catch (const Error& e) {
-      std::cerr << e.what() << "\n";
+      std::cerr << printable(e.what()) << "\n";
       return kExitUsage;
     }
   }
@@ -966,16 +1068,20 @@ int run_sweep(int argc, char** argv) {
   }
   if (!shard.empty()) {
     options.shard = parse_shard(shard);
-    if (!options.shard) return usage_error("--shard: expected K/N with 0 <= K < N, got '" + shard + "'");
+    if (!options.shard)
+      return usage_error("--shard: expected K/N with 0 <= K < N <= " + std::to_string(kMaxShards) + ", got '" + shard +
+                         "'");
   }
   if (options.level < 0 || options.level > 12) return usage_error("--level must be between 0 and 12");
   options.report_dir = report_dir.empty() ? options.root : fs::path(report_dir);
 
   TreeLock lock;  // held until the report is written
   if (!options.dry_run) {
-    std::string busy = lock.take(options.root, options.shard.has_value());
-    if (!busy.empty()) {
-      std::cerr << "tracelane sweep: " << busy << "\n";
+    std::string message;
+    TreeLock::Outcome outcome = lock.take(options.root, options.shard.has_value(), message);
+    if (outcome == TreeLock::Outcome::unlocked) std::cerr << "warning: " << printable(message) << "\n";
+    if (outcome == TreeLock::Outcome::busy || outcome == TreeLock::Outcome::refused) {
+      std::cerr << "tracelane sweep: " << printable(message) << "\n";
       return kExitUsage;
     }
   }
@@ -985,7 +1091,7 @@ int run_sweep(int argc, char** argv) {
   // report lists each once.
   bool report_problems = !options.shard || options.shard->index == 0;
   for (const DiscoveryProblem& problem : discovery.problems)
-    std::cerr << (fs::path(options.root) / problem.rel).string() << ": " << problem.reason << "\n";
+    std::cerr << printable((fs::path(options.root) / problem.rel).string() + ": " + problem.reason) << "\n";
 
   Sweep sweep(options, discovery);
   sweep.plan();
@@ -1021,7 +1127,7 @@ int run_sweep(int argc, char** argv) {
     fs::create_directories(options.report_dir, ec);
     written = write_report(report, options.report_dir);
   } catch (const Error& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << printable(e.what()) << "\n";
     report_failed = true;
   }
 
@@ -1037,15 +1143,15 @@ int run_sweep(int argc, char** argv) {
     for (const auto& [key, count] : counts) std::cout << (first ? "" : ", ") << count << " " << key, first = false;
     if (counts.empty()) std::cout << "no rank<N>_trace.json[.gz] files found";
     std::cout << " in " << int(info.wall_seconds * 10) / 10.0 << " s\n";
-    if (!written.empty()) std::cout << "report: " << written.string() << "\n";
+    if (!written.empty()) std::cout << "report: " << printable(written.string()) << "\n";
   }
   for (const auto& [dir, count] : unmatched_iterations(report.rows))
-    std::cerr << "warning: " << dir << ": " << count
+    std::cerr << "warning: " << printable(dir) << ": " << count
               << " PP send/recv arrows unmatched (usually a truncated capture window)\n";
   for (const Row& row : report.rows)
     if (row.kind != RowKind::problem && std::holds_alternative<std::string>(row.get("status")) &&
         std::get<std::string>(row.get("status")) == "failed" && std::holds_alternative<std::string>(row.get("error")))
-      std::cerr << "failed: " << std::get<std::string>(row.get("error")) << "\n";
+      std::cerr << "failed: " << printable(std::get<std::string>(row.get("error"))) << "\n";
   return has_failures(report.rows) || report_failed ? kExitFailed : kExitOk;
 }
 

@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "files.hpp"
+
 namespace tracelane::cli {
 
 namespace fs = boost::filesystem;
@@ -22,6 +24,7 @@ struct RankFile {
   long long rank = 0;
   uint64_t bytes_on_disk = 0;
   uint64_t bytes_uncompressed = 0;  // estimate: the gzip trailer's ISIZE, else bytes_on_disk
+  FileIdentity identity;            // as discovery saw it (stat through the name)
 };
 
 // A directory holding one or more rank<N>_trace.json[.gz] files.
@@ -49,8 +52,11 @@ struct Discovery {
 // A rank trace we read: rank<N>_trace.json[.gz], never one of our own outputs.
 bool is_sweep_input_name(const std::string& filename, long long* rank = nullptr);
 
-// Walks ROOT depth first, following directory symlinks once (a directory reached twice,
-// by a loop or by a second link, is reported and not entered again).
+// Walks ROOT depth first through directory descriptors (openat: no PATH_MAX limit),
+// following directory symlinks once (a directory reached twice, by a loop or by a second
+// link, is reported and not entered again). Every directory it cannot enter or list and
+// every entry it cannot examine is a problem; a rank name that is not a regular file is a
+// warning.
 Discovery discover(const fs::path& root);
 
 // "run" and "iteration" of an iteration directory given its '/'-separated path relative
@@ -61,7 +67,10 @@ std::string run_of(const std::string& rel, const std::string& root_name);
 
 // Uncompressed size estimate: ISIZE (size mod 2^32) of the last gzip member, lifted by
 // multiples of 4 GiB to at least the compressed size; the file size for plain JSON.
+// Only an estimate: the sweep checks it when it reads the file (read_trace_bytes's
+// max_bytes) and requeues a file that is larger with a better one.
 uint64_t estimate_uncompressed_bytes(const fs::path& path, uint64_t bytes_on_disk);
+uint64_t estimate_uncompressed_bytes(int fd, uint64_t bytes_on_disk);
 
 // "--shard K/N": a deterministic 1/N of the iteration directories, by position in the
 // sorted relative paths (position % N == K).
@@ -69,6 +78,11 @@ struct Shard {
   int index = 0;
   int count = 1;
 };
+// N is at most kMaxShards: real job arrays have tens to thousands of tasks (Slurm's
+// MaxArraySize defaults to 1001 and cannot exceed 4000001), and `report --combine` must
+// account for every shard, so a typo such as 0/100000000 is refused here instead of
+// turning the combine step into a list of a hundred million missing shards.
+inline constexpr int kMaxShards = 100000;
 std::optional<Shard> parse_shard(std::string_view text);
 inline bool shard_takes(const Shard& shard, size_t position) {
   return position % size_t(shard.count) == size_t(shard.index);
@@ -94,6 +108,13 @@ inline constexpr uint64_t kTransientFactor = 3, kRetainedFactor = 3, kMergeFacto
 // queue starts when it fits, or when nothing is running and no merge is in progress: so a
 // job larger than the budget runs alone, and a group whose reserve fills the budget still
 // makes progress one job at a time instead of deadlocking.
+//
+// Costs are estimates made before reading (the gzip trailer's ISIZE is only the last
+// member's size). The reader holds a job to what it was admitted for and stops beyond it;
+// the job then goes back to the head of the queue with its larger cost (requeue), so the
+// budget bounds what is really held, not what was guessed. Each requeue at least doubles
+// the estimate, so a file is read at most log2(true size / first estimate) + 1 times and
+// the wasted decompression is less than the final one.
 class Admission {
  public:
   struct Job {
@@ -111,6 +132,9 @@ class Admission {
   void finish_job(size_t id);
   // The group's merge is done (or will not happen): its reserve is released.
   void finish_group(size_t group);
+  // A running job found it needs more: it releases what it holds and waits at the head of
+  // the queue with the new costs (its group's reserve only ever grows).
+  void requeue(size_t id, uint64_t transient, uint64_t group_reserve);
 
   uint64_t in_flight() const { return in_flight_; }
   size_t running() const { return running_; }
@@ -119,8 +143,8 @@ class Admission {
  private:
   struct Group {
     size_t jobs = 0, finished = 0;
-    bool reserved = false;
-    uint64_t reserve = 0;
+    uint64_t reserve = 0;  // what the group needs
+    uint64_t held = 0;     // what it holds of the budget (its reserve as of its last start)
   };
   uint64_t budget_;
   uint64_t in_flight_ = 0;

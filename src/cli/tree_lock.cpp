@@ -1,0 +1,96 @@
+// ROOT/.tracelane.lock lives in a directory that other people and jobs can write, so its
+// name may already hold anything: a symlink to a file of ours (which opening it for
+// writing and truncating it, as the first version did, would wipe), a hard link to one, a
+// FIFO (which a blocking open would wait on for ever), a directory. So:
+//
+// - create it with O_EXCL | O_NOFOLLOW: a new, empty, regular file of our own, the only
+//   kind we ever write a whole pid into;
+// - otherwise open the existing name with O_NOFOLLOW | O_NONBLOCK (a symlink fails, a FIFO
+//   does not block) and lock it only if fstat says it is a regular file;
+// - never truncate it; write our pid into an existing file only when it is ours alone (we
+//   own it, one link, no larger than a pid), and then as a fixed-width record over the old
+//   one;
+// - flock() needs no write access, so a lock file another user made is locked read-only.
+#include "tree_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace tracelane::cli {
+
+namespace {
+constexpr off_t kLargestPidRecord = 64;
+}
+
+TreeLock::~TreeLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+TreeLock::Outcome TreeLock::take(const boost::filesystem::path& root, bool shared, std::string& message) {
+  const std::string path = (root / ".tracelane.lock").string();
+  const int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  bool created = false, writable = false;
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | flags, 0644);
+  if (fd_ >= 0) {
+    created = writable = true;
+  } else if (errno == EEXIST) {
+    fd_ = ::open(path.c_str(), O_RDWR | flags);
+    writable = fd_ >= 0;
+    if (fd_ < 0 && errno != ELOOP) fd_ = ::open(path.c_str(), O_RDONLY | flags);  // another user's, a directory
+    if (fd_ < 0) {
+      int e = errno;
+      if (e == ELOOP) {
+        message = path + ": is a symbolic link, not a lock file a sweep made; not following it (remove it to sweep)";
+        return Outcome::refused;
+      }
+      message = path + ": cannot open the lock file (" + std::strerror(e) +
+                "); not guarding against another sweep of this tree";
+      return Outcome::unlocked;
+    }
+  } else {
+    message = path + ": cannot create the lock file (" + std::strerror(errno) +
+              "); not guarding against another sweep of this tree";
+    return Outcome::unlocked;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    message = path + ": is not a regular file, not a lock file a sweep made (remove it to sweep)";
+    return Outcome::refused;
+  }
+  // Ours alone: created just now, or a file we own with one link and room for a pid only.
+  bool ours = created || (writable && st.st_uid == ::geteuid() && st.st_nlink == 1 && st.st_size <= kLargestPidRecord);
+  if (::flock(fd_, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    int e = errno;
+    if (e != EWOULDBLOCK) {
+      message = path + ": cannot lock (" + std::strerror(e) + "); not guarding against another sweep of this tree";
+      return Outcome::unlocked;
+    }
+    long pid = 0;
+    if (st.st_nlink == 1 && st.st_size <= kLargestPidRecord) {
+      char buf[kLargestPidRecord + 1] = {};
+      ssize_t n = ::pread(fd_, buf, kLargestPidRecord, 0);
+      pid = n > 0 ? std::atol(buf) : 0;
+    }
+    message = "another sweep is running on " + root.string() + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "");
+    return Outcome::busy;
+  }
+  if (ours) {
+    // Fixed width, so it covers an older record without truncating: the pid is only for the
+    // other sweep's message.
+    char record[32];
+    int n = std::snprintf(record, sizeof record, "%-20ld\n", long(::getpid()));
+    wrote_pid_ = n > 0 && ::pwrite(fd_, record, size_t(n), 0) == n;
+  }
+  return Outcome::locked;
+}
+
+}  // namespace tracelane::cli

@@ -1,0 +1,301 @@
+// What a sweep does in a tree that others can write (issue 9): the lock file, the identity
+// of what it read, reads held to the memory admitted, discovery beyond PATH_MAX, shard
+// bounds.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/filesystem.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "cli/files.hpp"
+#include "cli/sweep.hpp"
+#include "cli/tree_lock.hpp"
+#include "tracelane/gzip.hpp"
+
+namespace fs = boost::filesystem;
+using namespace tracelane::cli;
+
+namespace {
+
+struct Scratch {
+  fs::path root = fs::temp_directory_path() / fs::unique_path("tracelane-safety-%%%%-%%%%");
+  Scratch() { fs::create_directories(root); }
+  ~Scratch() {
+    // GNU rm walks with openat, so trees deeper than PATH_MAX go too.
+    std::string command = "rm -rf '" + root.string() + "'";
+    if (std::system(command.c_str()) != 0) ADD_FAILURE() << "could not remove " << root;
+  }
+  fs::path file(const std::string& name, const std::string& text) const {
+    std::ofstream(root / name, std::ios::binary) << text;
+    return root / name;
+  }
+};
+
+std::string contents(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST(TreeLock, CreatesItsOwnLockFileAndWritesItsPid) {
+  Scratch tree;
+  TreeLock lock;
+  std::string message;
+  ASSERT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::locked) << message;
+  EXPECT_TRUE(lock.wrote_pid());
+  EXPECT_EQ(std::atol(contents(tree.root / ".tracelane.lock").c_str()), long(::getpid()));
+}
+
+TEST(TreeLock, ASecondWholeTreeSweepIsBusyAndShardsShareTheLock) {
+  Scratch tree;
+  std::string message;
+  {
+    TreeLock first, second;
+    ASSERT_EQ(first.take(tree.root, false, message), TreeLock::Outcome::locked);
+    EXPECT_EQ(second.take(tree.root, false, message), TreeLock::Outcome::busy);
+    EXPECT_NE(message.find("pid " + std::to_string(::getpid())), std::string::npos) << message;
+  }  // released: the kernel drops an flock with its descriptor
+  TreeLock shard_a, shard_b;
+  EXPECT_EQ(shard_a.take(tree.root, true, message), TreeLock::Outcome::locked) << message;
+  EXPECT_EQ(shard_b.take(tree.root, true, message), TreeLock::Outcome::locked) << message;
+}
+
+TEST(TreeLock, RefusesASymlinkAndLeavesItsTargetUntouched) {
+  Scratch tree;
+  fs::path victim = tree.file("victim.txt", "precious data\n");
+  fs::create_symlink(victim, tree.root / ".tracelane.lock");
+  TreeLock lock;
+  std::string message;
+  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::refused);
+  EXPECT_NE(message.find("symbolic link"), std::string::npos) << message;
+  EXPECT_EQ(contents(victim), "precious data\n");
+}
+
+TEST(TreeLock, NeverWritesIntoAHardLinkToAnotherFile) {
+  Scratch tree;
+  fs::path victim = tree.file("victim.txt", "precious\n");
+  ASSERT_EQ(::link(victim.c_str(), (tree.root / ".tracelane.lock").c_str()), 0);
+  TreeLock lock;
+  std::string message;
+  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::locked) << message;
+  EXPECT_FALSE(lock.wrote_pid());
+  EXPECT_EQ(contents(victim), "precious\n");
+}
+
+TEST(TreeLock, NeverWritesIntoALargerFileLeftUnderItsName) {
+  Scratch tree;
+  std::string text(1000, 'x');
+  tree.file(".tracelane.lock", text);
+  TreeLock lock;
+  std::string message;
+  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::locked) << message;
+  EXPECT_FALSE(lock.wrote_pid());
+  EXPECT_EQ(contents(tree.root / ".tracelane.lock"), text);
+}
+
+TEST(TreeLock, RefusesAFifoOrADirectoryWithoutBlocking) {
+  Scratch tree;
+  ASSERT_EQ(::mkfifo((tree.root / ".tracelane.lock").c_str(), 0644), 0);
+  TreeLock lock;
+  std::string message;
+  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::refused);
+  fs::remove(tree.root / ".tracelane.lock");
+  fs::create_directory(tree.root / ".tracelane.lock");
+  TreeLock again;
+  EXPECT_EQ(again.take(tree.root, false, message), TreeLock::Outcome::refused);
+}
+
+TEST(ReadIdentity, IsTheIdentityOfTheFileReadNotOfTheNameAfterwards) {
+  Scratch tree;
+  fs::path path = tree.file("rank0_trace.json", "{\"traceEvents\": []}");
+  FileIdentity identity;
+  EXPECT_EQ(read_file(path, &identity), "{\"traceEvents\": []}");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(identity, identity_of(st));
+  EXPECT_EQ(identity.size, 19u);
+}
+
+TEST(ReadIdentity, AFileWrittenToWhileItIsReadIsReportedAsChanged) {
+  Scratch tree;
+  fs::path path = tree.file("rank0_trace.json", std::string(1 << 20, ' '));
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND);
+    std::string chunk(4096, 'y');
+    while (!stop) {
+      if (::write(fd, chunk.data(), chunk.size()) < 0) break;
+      struct stat st {};
+      if (::fstat(fd, &st) == 0 && st.st_size > (4 << 20)) (void)::ftruncate(fd, 1 << 20);
+    }
+    ::close(fd);
+  });
+  int changed = 0;
+  for (int attempt = 0; attempt < 2000 && changed == 0; ++attempt) {
+    try {
+      FileIdentity identity;
+      std::string bytes = read_file(path, &identity);
+      EXPECT_EQ(bytes.size(), identity.size);  // what it returns is what the identity says
+    } catch (const InputChanged&) {
+      changed++;
+    }
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(changed, 0);
+}
+
+TEST(InputsRecord, IsStoredWithTheOutputAndNamesTheDeviceRelativeToIt) {
+  Scratch tree;
+  fs::path input = tree.file("rank3_trace.json", "{}");
+  FileIdentity identity;
+  read_file(input, &identity);
+  fs::path output = tree.root / "rank3_trace_compacted.json";
+  write_atomically(output, "{}", false, {}, {{"rank3_trace.json", identity}});
+  auto recorded = read_attribute(output, kInputsAttribute);
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(*recorded, format_inputs({{"rank3_trace.json", identity}}, identity.device));
+  EXPECT_EQ(recorded->rfind("rank3_trace.json\t=\t", 0), 0u) << *recorded;
+  FileIdentity elsewhere = identity;
+  elsewhere.device += 1;
+  EXPECT_NE(format_inputs({{"rank3_trace.json", elsewhere}}, identity.device), *recorded);
+}
+
+TEST(ReadLimit, AMultiMemberGzipLargerThanAdmittedIsStoppedAndReadWithABetterEstimate) {
+  Scratch tree;
+  // A big first member and a tiny last one: the trailer's ISIZE says 2 bytes.
+  std::string big(3 << 20, 'a');
+  for (size_t i = 0; i < big.size(); i += 97) big[i] = char('b' + i % 7);
+  std::string bytes = tracelane::gzip_compress(big, 1) + tracelane::gzip_compress("{}", 1);
+  fs::path path = tree.file("rank0_trace.json.gz", bytes);
+  uint64_t estimate = estimate_uncompressed_bytes(path, bytes.size());
+  EXPECT_LT(estimate, big.size());
+  int reads = 0;
+  std::string out;
+  for (;;) {
+    ++reads;
+    ASSERT_LE(reads, 20);
+    try {
+      ReadOptions read;
+      read.max_bytes = estimate;
+      out = read_trace_bytes(path, nullptr, read);
+      break;
+    } catch (const tracelane::LargerThanAdmitted& e) {
+      EXPECT_GT(e.estimate, estimate);
+      estimate = std::max(e.estimate, estimate * 2);
+    }
+  }
+  EXPECT_GT(reads, 1);
+  EXPECT_EQ(out, big + "{}");
+}
+
+TEST(ReadLimit, APlainFileLargerThanAdmittedIsStoppedAndOneOfExactlyThatSizeIsRead) {
+  Scratch tree;
+  fs::path path = tree.file("rank0_trace.json", std::string(1000, ' '));
+  ReadOptions read;
+  read.max_bytes = 999;
+  EXPECT_THROW(read_trace_bytes(path, nullptr, read), tracelane::LargerThanAdmitted);
+  read.max_bytes = 1000;
+  EXPECT_EQ(read_trace_bytes(path, nullptr, read).size(), 1000u);
+}
+
+TEST(ReadLimit, ARegularOnlyReadRefusesAFifoWithoutBlocking) {
+  Scratch tree;
+  fs::path path = tree.root / "rank0_trace.json";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  ReadOptions read;
+  read.regular_only = true;
+  EXPECT_THROW(read_trace_bytes(path, nullptr, read), tracelane::Error);
+}
+
+TEST(SweepAdmission, ARequeuedJobWaitsAtTheHeadOfTheQueueUntilItsLargerCostFits) {
+  Admission admission(100);
+  admission.enqueue({0, SIZE_MAX, 40, 0});
+  admission.enqueue({1, SIZE_MAX, 40, 0});
+  admission.enqueue({2, SIZE_MAX, 20, 0});
+  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0, 1, 2}));
+  admission.requeue(0, 90, 0);  // job 0 found it needs 90
+  EXPECT_EQ(admission.in_flight(), 60u);
+  EXPECT_TRUE(admission.admit().empty());
+  admission.finish_job(1);
+  EXPECT_TRUE(admission.admit().empty());  // 20 + 90 > 100: still waits
+  admission.finish_job(2);
+  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0}));
+  EXPECT_EQ(admission.in_flight(), 90u);
+  admission.finish_job(0);
+  EXPECT_TRUE(admission.idle());
+}
+
+TEST(SweepAdmission, ARequeueGrowsItsGroupsReserveBeforeTheJobStartsAgain) {
+  Admission admission(100);
+  admission.enqueue({0, 7, 10, 30});
+  admission.enqueue({1, 7, 10, 30});
+  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(admission.in_flight(), 50u);
+  admission.requeue(1, 20, 60);  // its file is larger: the group will retain more
+  EXPECT_EQ(admission.in_flight(), 40u);
+  EXPECT_EQ(admission.admit(), (std::vector<size_t>{1}));
+  EXPECT_EQ(admission.in_flight(), 90u);  // 10 + 20 + the reserve of 60
+  admission.finish_job(0);
+  admission.finish_job(1);
+  admission.finish_group(7);
+  EXPECT_EQ(admission.in_flight(), 0u);
+  EXPECT_TRUE(admission.idle());
+}
+
+TEST(SweepShard, RefusesMoreShardsThanAnyJobArrayHas) {
+  EXPECT_TRUE(parse_shard("99999/100000"));
+  EXPECT_FALSE(parse_shard("0/100001"));
+  EXPECT_FALSE(parse_shard("0/100000000"));
+}
+
+TEST(SweepDiscovery, FindsAnIterationDirectoryWhosePathIsLongerThanPathMax) {
+  Scratch tree;
+  // 250 levels of 30-byte names: about 7,750 bytes, beyond PATH_MAX (4096).
+  int fd = ::open(tree.root.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  std::string name(30, 'd');
+  std::string rel;
+  for (int level = 0; level < 250; ++level) {
+    ASSERT_EQ(::mkdirat(fd, name.c_str(), 0755), 0);
+    int child = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    ::close(fd);
+    ASSERT_GE(child, 0);
+    fd = child;
+    rel += (rel.empty() ? "" : "/") + name;
+  }
+  int file = ::openat(fd, "rank0_trace.json", O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(file, 0);
+  ASSERT_EQ(::write(file, "{}", 2), 2);
+  ::close(file);
+  ::close(fd);
+  ASSERT_GT(rel.size(), 4096u);
+
+  Discovery found = discover(tree.root);
+  ASSERT_EQ(found.iterations.size(), 1u);
+  EXPECT_EQ(found.iterations[0].rel, rel);
+  ASSERT_EQ(found.iterations[0].ranks.size(), 1u);
+  EXPECT_EQ(found.iterations[0].ranks[0].bytes_on_disk, 2u);
+  EXPECT_TRUE(found.problems.empty());
+}
+
+TEST(ReadLimit, ASingleMemberBeyondWhatWasAdmittedGetsItsExactSizeFromTheTrailer) {
+  Scratch tree;
+  std::string big(3 << 20, 'a');
+  for (size_t i = 0; i < big.size(); i += 89) big[i] = char('c' + i % 5);
+  fs::path path = tree.file("rank0_trace.json.gz", tracelane::gzip_compress(big, 1));
+  ReadOptions read;
+  read.max_bytes = 1 << 20;
+  try {
+    read_trace_bytes(path, nullptr, read);
+    ADD_FAILURE() << "read more than admitted";
+  } catch (const tracelane::LargerThanAdmitted& e) {
+    EXPECT_EQ(e.estimate, big.size());
+  }
+}
