@@ -576,7 +576,8 @@ void check_totals(const ReportReader& reader, simdjson::dom::element given, cons
   std::vector<std::string_view> keys;
   for (auto [key, value] : expected) keys.push_back(key);
   auto members = reader.members(given, "totals", keys);
-  for (auto [key, value] : expected) {
+  for (auto [expected_key, value] : expected) {
+    std::string_view key = expected_key;  // clang 14 cannot capture a structured binding
     std::string path = "totals." + std::string(key);
     simdjson::dom::element got = reader.required(members, key, "totals");
     bool real_column = std::any_of(kColumns.begin(), kColumns.end(), [&](const Column& column) {
