@@ -3,6 +3,12 @@
 // combined report of shards equals a single-node report in every non-timing column: the
 // rows are sorted by a key made only of their own values, and totals are recomputed from
 // the rows instead of being added up from the partial reports.
+//
+// A report is read by people and programs that trust it, and written from names anyone
+// with write access to the tree chose: text cells are written in printable()'s escaped
+// form (valid UTF-8, reversible), CSV text cells never start a spreadsheet formula, and a
+// partial report read back by `report --combine` is checked field by field, as untrusted
+// as any other file in the tree.
 #include "report.hpp"
 
 #include <simdjson.h>
@@ -596,7 +602,7 @@ void check_totals(const ReportReader& reader, simdjson::dom::element given, cons
 
 }  // namespace
 
-Report parse_report_json(std::string_view json, const std::string& source, bool check_totals_) {
+Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals) {
   ReportReader reader(source);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -640,7 +646,7 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
   n = 0;
   for (simdjson::dom::element item : rows) report.rows.push_back(read_row(reader, item, "rows[" + std::to_string(n++) + "]"));
   simdjson::dom::element totals = reader.required(members, "totals", "");
-  if (check_totals_)
+  if (verify_totals)
     check_totals(reader, totals, report.rows);
   else if (!totals.is_object())
     reader.fail("totals", "expected an object");

@@ -113,9 +113,9 @@ std::string report_csv(const Report& report);
 // finite and non-negative, shard K/N with N <= kMaxShards, the schema_version, no unknown
 // or repeated keys, totals that agree with the rows). Throws Error("<source>: <where>:
 // <what>"), where is a JSON path such as rows[3].input_bytes.
-// `check_totals` false (the fuzzer, whose mutated rows rarely keep their totals) reads the
+// `verify_totals` false (the fuzzer, whose mutated rows rarely keep their totals) reads the
 // totals' shape only.
-Report parse_report_json(std::string_view json, const std::string& source, bool check_totals = true);
+Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals = true);
 
 // report file names: tracelane_report[.shard-K-of-N].json / .csv
 std::string report_base_name(const std::optional<std::pair<int, int>>& shard);
