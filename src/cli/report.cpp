@@ -3,20 +3,31 @@
 // combined report of shards equals a single-node report in every non-timing column: the
 // rows are sorted by a key made only of their own values, and totals are recomputed from
 // the rows instead of being added up from the partial reports.
+//
+// A report is read by people and programs that trust it, and written from names anyone
+// with write access to the tree chose: text cells are written in printable()'s escaped
+// form (valid UTF-8, reversible), CSV text cells never start a spreadsheet formula, and a
+// partial report read back by `report --combine` is checked field by field, as untrusted
+// as any other file in the tree.
 #include "report.hpp"
 
 #include <simdjson.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "files.hpp"
+#include "printable.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/trace.hpp"
 
@@ -81,30 +92,77 @@ JsonValue cell_json(const Cell& cell, const Column& column) {
     std::string text = format_real(std::get<double>(cell), column.decimals);
     return text.empty() ? JsonValue::null() : JsonValue::raw_number(text);
   }
-  if (std::holds_alternative<std::string>(cell)) return JsonValue::string(std::get<std::string>(cell));
+  if (std::holds_alternative<std::string>(cell))
+    return JsonValue::string(printable(std::get<std::string>(cell), Backslash::escape));
   return JsonValue::null();
 }
 
-// A cell of `column` from its JSON value in a report or a row record; nothing when the
-// value is of another type.
-std::optional<Cell> cell_from_json(simdjson::dom::element value, const Column& column) {
+// A real as a report holds it: rounded to the decimals it is written with, so that a row
+// read back from a report is the row that was written (and totals of a combined report are
+// the sums of the values its inputs show).
+double rounded(double value, int decimals) {
+  std::string text = format_real(value, decimals);
+  return text.empty() ? value : std::strtod(text.c_str(), nullptr);
+}
+
+// What is wrong with `value` as a cell of `column`, or the cell: text in printable()'s
+// escaped form (decoded back to its bytes), integers non-negative within int64, reals
+// finite and non-negative. Every integer and real column is a count, a size, an index, a
+// ratio or a duration, so a negative value is a corrupt report, never a measurement.
+std::variant<Cell, std::string> cell_from_json(simdjson::dom::element value, const Column& column) {
+  using simdjson::dom::element_type;
+  element_type type = value.type();
   if (column.type == ColumnType::text) {
     std::string_view text;
-    if (value.get(text)) return std::nullopt;
-    return Cell(std::string(text));
+    if (value.get(text)) return std::string("expected a string");
+    std::optional<std::string> bytes = name_from_report(text);
+    if (!bytes) return std::string("not text as tracelane writes it (printable UTF-8, \\\\ and \\xHH escapes)");
+    return Cell(std::move(*bytes));
   }
   if (column.type == ColumnType::integer) {
+    if (type == element_type::UINT64) return std::string("an integer beyond int64");
     int64_t number;
-    if (value.get(number)) return std::nullopt;
+    if (type != element_type::INT64 || value.get(number)) return std::string("expected an integer");
+    if (number < 0) return std::string("expected a non-negative integer");
     return Cell(number);
   }
   double number;
-  if (value.get(number)) return std::nullopt;
-  return Cell(number);
+  if (value.get(number)) return std::string("expected a number");
+  if (!std::isfinite(number) || number < 0) return std::string("expected a finite non-negative number");
+  return Cell(rounded(number, column.decimals));
 }
 
 std::string shard_label(const std::pair<int, int>& shard) {
   return std::to_string(shard.first) + "/" + std::to_string(shard.second);
+}
+
+// A shard K/N as a report may hold it: 0 <= K < N <= kMaxShards.
+bool valid_shard(int64_t index, int64_t count) { return count >= 1 && count <= kMaxShards && index >= 0 && index < count; }
+
+// "K/N" (a run's shard label): digits only, in range; nothing otherwise.
+std::optional<std::pair<int, int>> parse_shard_label(std::string_view label) {
+  size_t slash = label.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  auto number = [](std::string_view digits) -> std::optional<int64_t> {
+    if (digits.empty() || digits.size() > 9) return std::nullopt;  // kMaxShards has 6 digits
+    int64_t value = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      value = value * 10 + (c - '0');
+    }
+    return value;
+  };
+  std::optional<int64_t> k = number(label.substr(0, slash)), n = number(label.substr(slash + 1));
+  if (!k || !n || !valid_shard(*k, *n)) return std::nullopt;
+  return std::pair<int, int>{int(*k), int(*n)};
+}
+
+// A value from a report for a message: short, one line (printable() is applied where the
+// message is printed).
+std::string excerpt(simdjson::dom::element value) {
+  std::string text = simdjson::minify(value);
+  if (text.size() > 60) text = text.substr(0, 60) + "...";
+  return text;
 }
 
 const char* status_of(const Row& row) {
@@ -115,6 +173,9 @@ const char* status_of(const Row& row) {
 struct Totals {
   std::map<std::string, int64_t> counts;  // "<kind>s", "<kind>s_<status>"
   std::vector<Cell> sums = std::vector<Cell>(kColumns.size());
+  // Columns whose sum does not fit (beyond int64, or an infinite real): their sum is
+  // absent. Rows of a real tree never get near; rows read from reports are checked for it.
+  std::set<std::string> overflowed;
 };
 
 // File columns are summed over file rows, merge-only columns over merge rows, so that
@@ -139,13 +200,38 @@ Totals compute_totals(const std::vector<Row>& rows) {
       if (row.kind != summed_kind) continue;
       const Cell& cell = row.cells[c];
       Cell& sum = totals.sums[c];
-      if (std::holds_alternative<int64_t>(cell))
-        sum = (std::holds_alternative<int64_t>(sum) ? std::get<int64_t>(sum) : 0) + std::get<int64_t>(cell);
-      else if (std::holds_alternative<double>(cell))
+      if (std::holds_alternative<int64_t>(cell)) {
+        int64_t before = std::holds_alternative<int64_t>(sum) ? std::get<int64_t>(sum) : 0, after;
+        if (__builtin_add_overflow(before, std::get<int64_t>(cell), &after)) {
+          totals.overflowed.insert(column.name);
+          after = before;
+        }
+        sum = after;
+      } else if (std::holds_alternative<double>(cell)) {
         sum = (std::holds_alternative<double>(sum) ? std::get<double>(sum) : 0.0) + std::get<double>(cell);
+      }
     }
   }
+  for (size_t c = 0; c < kColumns.size(); ++c) {
+    bool infinite = std::holds_alternative<double>(totals.sums[c]) && !std::isfinite(std::get<double>(totals.sums[c]));
+    if (infinite) totals.overflowed.insert(kColumns[c].name);
+  }
+  for (const std::string& name : totals.overflowed) totals.sums[column_index(name)] = std::monostate();
   return totals;
+}
+
+// The totals object of report_json().
+JsonValue totals_json(const std::vector<Row>& rows) {
+  Totals totals = compute_totals(rows);
+  JsonValue out = JsonValue::object();
+  for (const auto& [key, value] : totals.counts) out.set(key, JsonValue::integer(value));
+  for (size_t c = 0; c < kColumns.size(); ++c)
+    if (kColumns[c].summed) out.set(kColumns[c].name, cell_json(totals.sums[c], kColumns[c]));
+  JsonValue unmatched = JsonValue::array();
+  for (const auto& [dir, count] : unmatched_iterations(rows))
+    unmatched.push(JsonValue::string(printable(dir, Backslash::escape)));
+  out.set("iterations_with_unmatched_send_recv", unmatched);
+  return out;
 }
 
 }  // namespace
@@ -206,15 +292,60 @@ std::string csv_field(std::string_view text) {
 std::string cell_text(const Cell& cell, const Column& column) {
   if (std::holds_alternative<int64_t>(cell)) return std::to_string(std::get<int64_t>(cell));
   if (std::holds_alternative<double>(cell)) return format_real(std::get<double>(cell), column.decimals);
-  if (std::holds_alternative<std::string>(cell)) return std::get<std::string>(cell);
-  return "";
+  if (!std::holds_alternative<std::string>(cell)) return "";
+  // CSV injection (OWASP): a spreadsheet runs a cell that starts with = + - @ (or tab, CR)
+  // as a formula, so a directory named "=HYPERLINK(...)" would be live in the report.
+  // Such text cells get a leading ', and so do cells that already start with ', which
+  // keeps the rule reversible: strip one leading ' from a text cell. Numbers are never
+  // prefixed (a count is written as digits only). printable() has already escaped tab and
+  // CR; they are in the list for whatever reaches here.
+  std::string text = printable(std::get<std::string>(cell), Backslash::escape);
+  if (!text.empty() && std::string_view("=+-@\t\r'").find(text[0]) != std::string_view::npos) text.insert(0, 1, '\'');
+  return text;
+}
+
+std::optional<std::string> name_from_report(std::string_view text) {
+  std::string bytes;
+  bytes.reserve(text.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;  // printable() writes lower case only
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\') {
+      bytes += text[i];
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '\\') {
+      bytes += '\\';
+      i += 1;
+    } else if (i + 3 < text.size() && text[i + 1] == 'x' && hex(text[i + 2]) >= 0 && hex(text[i + 3]) >= 0) {
+      bytes += char(hex(text[i + 2]) << 4 | hex(text[i + 3]));
+      i += 3;
+    } else {
+      return std::nullopt;
+    }
+  }
+  // Only the form printable() writes: "\x41" or a raw control character would decode to
+  // bytes whose escaped form is another text, and a report must read back as it was written.
+  if (printable(bytes, Backslash::escape) != text) return std::nullopt;
+  return bytes;
+}
+
+std::string summarise_list(const std::vector<std::string>& first, int64_t total) {
+  std::string out;
+  for (size_t i = 0; i < first.size() && i < kListLimit; ++i) out += (i ? " " : "") + first[i];
+  int64_t shown = int64_t(std::min(first.size(), kListLimit));
+  if (total > shown) out += " ... and " + std::to_string(total - shown) + " more";
+  return out;
 }
 
 std::string report_json(const Report& report) {
   JsonValue doc = JsonValue::object();
   doc.set("schema_version", JsonValue::integer(kReportSchemaVersion));
   doc.set("tool", JsonValue::string("tracelane " TRACELANE_VERSION));
-  doc.set("root", JsonValue::string(report.root));
+  doc.set("root", JsonValue::string(printable(report.root, Backslash::escape)));
   if (report.shard) {
     JsonValue shard = JsonValue::object();
     shard.set("index", JsonValue::integer(report.shard->first));
@@ -240,15 +371,7 @@ std::string report_json(const Report& report) {
   }
   doc.set("runs", runs);
 
-  Totals totals = compute_totals(report.rows);
-  JsonValue totals_json = JsonValue::object();
-  for (const auto& [key, value] : totals.counts) totals_json.set(key, JsonValue::integer(value));
-  for (size_t c = 0; c < kColumns.size(); ++c)
-    if (kColumns[c].summed) totals_json.set(kColumns[c].name, cell_json(totals.sums[c], kColumns[c]));
-  JsonValue unmatched = JsonValue::array();
-  for (const auto& [dir, count] : unmatched_iterations(report.rows)) unmatched.push(JsonValue::string(dir));
-  totals_json.set("iterations_with_unmatched_send_recv", unmatched);
-  doc.set("totals", totals_json);
+  doc.set("totals", totals_json(report.rows));
 
   JsonValue rows = JsonValue::array();
   for (const Row& row : report.rows) {
@@ -292,9 +415,9 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
     if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
     simdjson::dom::element value;
     if (item[column.name].get(value) || value.is_null()) continue;
-    std::optional<Cell> cell = cell_from_json(value, column);
-    if (!cell) return false;
-    filled.cells[c] = std::move(*cell);
+    auto cell = cell_from_json(value, column);
+    if (!std::holds_alternative<Cell>(cell)) return false;
+    filled.cells[c] = std::move(std::get<Cell>(cell));
   }
   row = std::move(filled);
   return true;
@@ -321,63 +444,212 @@ std::string report_csv(const Report& report) {
   return out;
 }
 
-Report parse_report_json(std::string_view json, const std::string& source) {
+namespace {
+
+// parse_report_json's checks, with the JSON path of what is checked for the message.
+class ReportReader {
+ public:
+  explicit ReportReader(const std::string& source) : source_(source) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw Error(source_ + ": " + where + ": " + what);
+  }
+
+  // The members of an object, each key once and every key one of `known`.
+  std::map<std::string_view, simdjson::dom::element> members(simdjson::dom::element value, const std::string& where,
+                                                           const std::vector<std::string_view>& known) const {
+    simdjson::dom::object object;
+    if (value.get(object)) fail(where, "expected an object, got " + excerpt(value));
+    std::map<std::string_view, simdjson::dom::element> out;
+    for (auto [key, member] : object) {
+      std::string path = where.empty() ? std::string(key) : where + "." + std::string(key);
+      if (std::find(known.begin(), known.end(), key) == known.end()) fail(path, "unknown key");
+      if (!out.emplace(key, member).second) fail(path, "given twice");
+    }
+    return out;
+  }
+
+  simdjson::dom::element required(const std::map<std::string_view, simdjson::dom::element>& members,
+                                  std::string_view key, const std::string& where) const {
+    auto it = members.find(key);
+    if (it == members.end()) fail(where.empty() ? std::string(key) : where + "." + std::string(key), "missing");
+    return it->second;
+  }
+
+  int64_t integer(simdjson::dom::element value, const std::string& where, int64_t max = INT64_MAX) const {
+    int64_t number;
+    if (value.type() != simdjson::dom::element_type::INT64 || value.get(number) || number < 0 || number > max)
+      fail(where, "expected an integer from 0 to " + std::to_string(max) + ", got " + excerpt(value));
+    return number;
+  }
+
+  std::string text(simdjson::dom::element value, const std::string& where) const {
+    std::string_view raw;
+    if (value.get(raw)) fail(where, "expected a string, got " + excerpt(value));
+    std::optional<std::string> bytes = name_from_report(raw);
+    if (!bytes) fail(where, "not text as tracelane writes it (printable UTF-8, \\\\ and \\xHH escapes): " + excerpt(value));
+    return *bytes;
+  }
+
+ private:
+  const std::string& source_;
+};
+
+bool status_allowed(RowKind kind, std::string_view status) {
+  if (kind == RowKind::problem) return status == "warning" || status == "failed";
+  return status == "ok" || status == "skipped" || status == "failed" || status == "already laned";
+}
+
+Row read_row(const ReportReader& reader, simdjson::dom::element item, const std::string& where) {
+  static const std::vector<std::string_view> known = [] {
+    std::vector<std::string_view> names;
+    for (const Column& column : kColumns) names.push_back(column.name);
+    return names;
+  }();
+  auto members = reader.members(item, where, known);
+  std::string_view kind;
+  if (reader.required(members, "kind", where).get(kind)) reader.fail(where + ".kind", "expected a string");
+  Row row;
+  if (kind == "file")
+    row.kind = RowKind::file;
+  else if (kind == "merge")
+    row.kind = RowKind::merge;
+  else if (kind == "problem")
+    row.kind = RowKind::problem;
+  else
+    reader.fail(where + ".kind", "unknown row kind " + excerpt(members.at("kind")));
+  unsigned bit = 1u << unsigned(row.kind);
+  // report_json() writes every column of the row's kind (null when unknown), and no other.
+  for (size_t c = 1; c < kColumns.size(); ++c) {
+    const Column& column = kColumns[c];
+    std::string path = where + "." + column.name;
+    auto it = members.find(column.name);
+    if (!(column.kinds & bit)) {
+      if (it != members.end()) reader.fail(path, std::string("not a column of ") + kind_name(row.kind) + " rows");
+      continue;
+    }
+    if (it == members.end()) reader.fail(path, "missing");
+    if (it->second.is_null()) continue;
+    auto cell = cell_from_json(it->second, column);
+    if (std::holds_alternative<std::string>(cell))
+      reader.fail(path, std::get<std::string>(cell) + ", got " + excerpt(it->second));
+    row.cells[c] = std::move(std::get<Cell>(cell));
+  }
+  // What identifies a row and decides the outcome is never unknown.
+  for (const char* name : {"dir", "status"})
+    if (!std::holds_alternative<std::string>(row.get(name))) reader.fail(where + "." + name, "missing (null)");
+  if (!status_allowed(row.kind, status_of(row)))
+    reader.fail(where + ".status", std::string("not a status of ") + kind_name(row.kind) + " rows: " +
+                                       excerpt(members.at("status")));
+  return row;
+}
+
+RunInfo read_run(const ReportReader& reader, simdjson::dom::element item, const std::string& where) {
+  auto members = reader.members(item, where, {"shard", "wall_seconds", "jobs", "memory_budget_bytes"});
+  RunInfo run;
+  simdjson::dom::element shard = reader.required(members, "shard", where);
+  if (!shard.is_null()) {
+    std::string_view label;
+    std::optional<std::pair<int, int>> parsed;
+    if (!shard.get(label)) parsed = parse_shard_label(label);
+    if (!parsed)
+      reader.fail(where + ".shard", "expected null or \"K/N\" with 0 <= K < N <= " + std::to_string(kMaxShards) +
+                                        ", got " + excerpt(shard));
+    run.shard = parsed;
+  }
+  double wall = 0;
+  simdjson::dom::element seconds = reader.required(members, "wall_seconds", where);
+  if (seconds.get(wall) || !std::isfinite(wall) || wall < 0)
+    reader.fail(where + ".wall_seconds", "expected a finite non-negative number, got " + excerpt(seconds));
+  run.wall_seconds = rounded(wall, 3);
+  run.jobs = int(reader.integer(reader.required(members, "jobs", where), where + ".jobs", INT_MAX));
+  run.memory_budget_bytes =
+      uint64_t(reader.integer(reader.required(members, "memory_budget_bytes", where), where + ".memory_budget_bytes"));
+  return run;
+}
+
+// The totals must be the ones the rows give: a report cut short or edited by hand says so.
+// Integer counts and sums only: real sums (seconds) were added before their rows were
+// rounded to the decimals they are written with.
+void check_totals(const ReportReader& reader, simdjson::dom::element given, const std::vector<Row>& rows) {
+  Totals totals = compute_totals(rows);
+  if (!totals.overflowed.empty())
+    reader.fail("rows", "the sum of " + *totals.overflowed.begin() + " over the rows is beyond int64 (or not finite)");
+  simdjson::dom::parser parser;
+  simdjson::dom::object expected;
+  std::string text = totals_json(rows).dump(-1);
+  if (parser.parse(text).get(expected)) reader.fail("totals", "cannot be checked");  // never: our own JSON
+  std::vector<std::string_view> keys;
+  for (auto [key, value] : expected) keys.push_back(key);
+  auto members = reader.members(given, "totals", keys);
+  for (auto [expected_key, value] : expected) {
+    std::string_view key = expected_key;  // clang 14 cannot capture a structured binding
+    std::string path = "totals." + std::string(key);
+    simdjson::dom::element got = reader.required(members, key, "totals");
+    bool real_column = std::any_of(kColumns.begin(), kColumns.end(), [&](const Column& column) {
+      return column.type == ColumnType::real && key == column.name;
+    });
+    if (real_column) {
+      double real;
+      if (!got.is_null() && (got.get(real) || !std::isfinite(real) || real < 0))
+        reader.fail(path, "expected a finite non-negative number, got " + excerpt(got));
+      continue;
+    }
+    if (simdjson::minify(value) != simdjson::minify(got))
+      reader.fail(path, excerpt(got) + " does not match the rows (" + excerpt(value) + ")");
+  }
+}
+
+}  // namespace
+
+Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals) {
+  ReportReader reader(source);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto error = parser.parse(json.data(), json.size()).get(doc))
     throw Error(source + ": not a JSON report: " + simdjson::error_message(error));
+  // The version first, so that a report of another version says only that.
+  simdjson::dom::object object;
   int64_t version = 0;
-  if (doc["schema_version"].get(version) || version != kReportSchemaVersion)
+  if (doc.get(object) || object["schema_version"].get(version) || version != kReportSchemaVersion)
     throw Error(source + ": not a tracelane report with schema_version " + std::to_string(kReportSchemaVersion));
+  auto members =
+      reader.members(doc, "", {"schema_version", "tool", "root", "shard", "timing_columns", "runs", "totals", "rows"});
   Report report;
-  std::string_view text;
-  if (!doc["root"].get(text)) report.root = std::string(text);
-  simdjson::dom::object shard;
-  if (!doc["shard"].get(shard)) {
-    int64_t index = 0, count = 0;
-    if (shard["index"].get(index) || shard["count"].get(count) || count < 1 || index < 0 || index >= count)
-      throw Error(source + ": malformed shard");
+  report.source = source;
+  std::string_view tool;
+  if (reader.required(members, "tool", "").get(tool)) reader.fail("tool", "expected a string");
+  report.root = reader.text(reader.required(members, "root", ""), "root");
+
+  simdjson::dom::element shard = reader.required(members, "shard", "");
+  if (!shard.is_null()) {
+    auto fields = reader.members(shard, "shard", {"index", "count"});
+    int64_t count = reader.integer(reader.required(fields, "count", "shard"), "shard.count", kMaxShards);
+    int64_t index = reader.integer(reader.required(fields, "index", "shard"), "shard.index", kMaxShards);
+    if (!valid_shard(index, count))
+      reader.fail("shard", "index " + std::to_string(index) + " is not below count " + std::to_string(count));
     report.shard = {int(index), int(count)};
   }
+
+  simdjson::dom::array names;
+  if (reader.required(members, "timing_columns", "").get(names)) reader.fail("timing_columns", "expected an array");
+  for (simdjson::dom::element name : names)
+    if (!name.is_string()) reader.fail("timing_columns", "expected strings, got " + excerpt(name));
+
   simdjson::dom::array runs;
-  if (!doc["runs"].get(runs)) {
-    for (simdjson::dom::element item : runs) {
-      RunInfo run;
-      std::string_view label;
-      if (!item["shard"].get(label)) {
-        int k = 0, n = 0;
-        if (std::sscanf(std::string(label).c_str(), "%d/%d", &k, &n) == 2) run.shard = {k, n};
-      }
-      double wall = 0;
-      if (!item["wall_seconds"].get(wall)) run.wall_seconds = wall;
-      int64_t value = 0;
-      if (!item["jobs"].get(value)) run.jobs = int(value);
-      if (!item["memory_budget_bytes"].get(value)) run.memory_budget_bytes = uint64_t(value);
-      report.runs.push_back(run);
-    }
-  }
+  if (reader.required(members, "runs", "").get(runs)) reader.fail("runs", "expected an array");
+  size_t n = 0;
+  for (simdjson::dom::element item : runs) report.runs.push_back(read_run(reader, item, "runs[" + std::to_string(n++) + "]"));
+
   simdjson::dom::array rows;
-  if (doc["rows"].get(rows)) throw Error(source + ": report has no rows array");
-  for (simdjson::dom::element item : rows) {
-    std::string_view kind;
-    if (item["kind"].get(kind)) throw Error(source + ": a row without kind");
-    Row row;
-    if (kind == "file")
-      row.kind = RowKind::file;
-    else if (kind == "merge")
-      row.kind = RowKind::merge;
-    else if (kind == "problem")
-      row.kind = RowKind::problem;
-    else
-      throw Error(source + ": unknown row kind '" + std::string(kind) + "'");
-    for (size_t c = 1; c < kColumns.size(); ++c) {
-      const Column& column = kColumns[c];
-      simdjson::dom::element value;
-      if (item[column.name].get(value) || value.is_null()) continue;
-      if (std::optional<Cell> cell = cell_from_json(value, column)) row.cells[c] = std::move(*cell);
-    }
-    report.rows.push_back(std::move(row));
-  }
+  if (reader.required(members, "rows", "").get(rows)) reader.fail("rows", "expected an array");
+  n = 0;
+  for (simdjson::dom::element item : rows) report.rows.push_back(read_row(reader, item, "rows[" + std::to_string(n++) + "]"));
+  simdjson::dom::element totals = reader.required(members, "totals", "");
+  if (verify_totals)
+    check_totals(reader, totals, report.rows);
+  else if (!totals.is_object())
+    reader.fail("totals", "expected an object");
   return report;
 }
 
@@ -413,31 +685,94 @@ bool has_failures(const std::vector<Row>& rows) {
   return false;
 }
 
-Combined combine_reports(const std::vector<Report>& partials) {
+Combined combine_reports(const std::vector<Report>& partials, const std::vector<std::string>& unreadable) {
   Combined combined;
-  std::optional<int> count;
-  std::set<int> seen;
+  combined.problems = unreadable;
+  std::map<int, std::string> shard_source;  // one entry per partial report, never per shard of N
+  const Report* first = nullptr;
   for (const Report& partial : partials) {
-    if (combined.report.root.empty()) combined.report.root = partial.root;
-    if (partial.root != combined.report.root)
-      combined.problems.push_back("reports of different roots: " + combined.report.root + " and " + partial.root);
+    std::string name = partial.source.empty() ? std::string("a partial report") : partial.source;
+    if (!first) {
+      first = &partial;
+      combined.report.root = partial.root;
+    } else if (partial.root != first->root) {
+      combined.problems.push_back(name + ": a report of root " + partial.root + ", not of " + first->root);
+    }
     if (partial.shard) {
-      if (count && *count != partial.shard->second)
-        combined.problems.push_back("shard counts differ: " + std::to_string(*count) + " and " +
-                                    std::to_string(partial.shard->second));
-      count = partial.shard->second;
-      if (!seen.insert(partial.shard->first).second)
-        combined.problems.push_back("shard " + shard_label(*partial.shard) + " given twice");
+      auto [index, count] = *partial.shard;
+      if (!combined.shard_count) combined.shard_count = count;
+      // Rows of another partition of the tree, or a second report of one shard, would
+      // repeat rows: they are left out, and the combined report says so.
+      if (count != *combined.shard_count) {
+        combined.problems.push_back(name + ": shard " + shard_label(*partial.shard) + " is not one of the " +
+                                    std::to_string(*combined.shard_count) + " shards of the first report; left out");
+        continue;
+      }
+      auto [it, inserted] = shard_source.emplace(index, name);
+      if (!inserted) {
+        combined.problems.push_back(name + ": shard " + shard_label(*partial.shard) + " given twice (also " +
+                                    it->second + "); left out");
+        continue;
+      }
     }
     combined.report.runs.insert(combined.report.runs.end(), partial.runs.begin(), partial.runs.end());
     combined.report.rows.insert(combined.report.rows.end(), partial.rows.begin(), partial.rows.end());
   }
-  if (count)
-    for (int k = 0; k < *count; ++k)
-      if (!seen.count(k)) combined.missing_shards.push_back(k);
+  if (combined.shard_count) {
+    // Counted, not listed: N is at most kMaxShards, and only the first few are kept.
+    std::vector<std::string> first_missing;
+    for (int k = 0; k < *combined.shard_count; ++k) {
+      if (shard_source.count(k)) continue;
+      if (combined.missing_shards.size() < kListLimit) {
+        combined.missing_shards.push_back(k);
+        first_missing.push_back(std::to_string(k));
+      }
+      combined.missing_shard_count++;
+    }
+    if (combined.missing_shard_count)
+      combined.problems.push_back("missing shards: " + summarise_list(first_missing, combined.missing_shard_count) +
+                                  " (of " + std::to_string(*combined.shard_count) + ")");
+  }
+  // Each partial report's sums fit; all of them together may not: say so, never wrap.
+  for (const std::string& column : compute_totals(combined.report.rows).overflowed)
+    combined.problems.push_back("the sum of " + column + " over all reports is beyond int64 (or not finite); its total is null");
+  for (const std::string& problem : combined.problems) {
+    Row row(RowKind::problem);
+    row.set("dir", std::string(".")).set("status", std::string("failed")).set("error", problem);
+    combined.report.rows.push_back(std::move(row));
+  }
   sort_rows(combined.report.rows);
   return combined;
 }
+
+namespace {
+
+// Whether `output` would replace one of `inputs`: the same name (absolute, normalised, and
+// with symlinked directories resolved), or the same file (device and inode, following
+// links: a symlink or a hard link to an input). The input that it is, if any.
+// TODO(lead): the general output guard of files.cpp takes this over.
+std::optional<fs::path> output_is_an_input(const fs::path& output, const std::vector<fs::path>& inputs) {
+  boost::system::error_code ec;
+  auto normal = [&](const fs::path& path) { return fs::absolute(path, ec).lexically_normal(); };
+  auto canonical = [&](const fs::path& path) {
+    fs::path resolved = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    return ec ? normal(path) : resolved;
+  };
+  struct stat out_stat {};
+  bool out_exists = ::stat(output.c_str(), &out_stat) == 0;
+  for (const fs::path& input : inputs) {
+    if (normal(input) == normal(output) || canonical(input) == canonical(output)) return input;
+    struct stat in_stat {};
+    if (out_exists && ::stat(input.c_str(), &in_stat) == 0 && in_stat.st_dev == out_stat.st_dev &&
+        in_stat.st_ino == out_stat.st_ino)
+      return input;
+  }
+  return std::nullopt;
+}
+
+std::string shown(const std::string& text) { return printable(text, Backslash::keep); }
+
+}  // namespace
 
 int run_report(int argc, char** argv) {
   namespace po = boost::program_options;
@@ -457,7 +792,7 @@ int run_report(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << "tracelane report: " << e.what() << "\n";
+    std::cerr << "tracelane report: " << shown(e.what()) << "\n";
     return 2;
   }
   if (vm.count("help")) {
@@ -482,11 +817,11 @@ int run_report(int argc, char** argv) {
           found.push_back(it->path());
       }
       if (ec) {
-        std::cerr << path.string() << ": cannot list directory: " << ec.message() << "\n";
+        std::cerr << shown(path.string()) << ": cannot list directory: " << ec.message() << "\n";
         return 2;
       }
       std::sort(found.begin(), found.end());
-      if (found.empty()) std::cerr << path.string() << ": no tracelane_report.shard-*.json here\n";
+      if (found.empty()) std::cerr << shown(path.string()) << ": no tracelane_report.shard-*.json here\n";
       files.insert(files.end(), found.begin(), found.end());
     } else {
       if (first_dir.empty()) first_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
@@ -494,51 +829,62 @@ int run_report(int argc, char** argv) {
     }
   }
   if (files.empty()) return 2;
-  std::vector<Report> partials;
-  bool unreadable = false;
+  // One file named twice (a directory and a file in it) is read once.
+  std::set<std::pair<dev_t, ino_t>> identities;
+  std::vector<fs::path> inputs;
   for (const fs::path& file : files) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && !identities.insert({st.st_dev, st.st_ino}).second) continue;
+    inputs.push_back(file);
+  }
+  // Checked before anything is read: the combined report never replaces one of its inputs.
+  fs::path out_dir = report_dir.empty() ? first_dir : fs::path(report_dir);
+  std::string base = report_base_name(std::nullopt);
+  for (const char* extension : {".json", ".csv"}) {
+    fs::path output = out_dir / (base + extension);
+    if (std::optional<fs::path> input = output_is_an_input(output, files)) {
+      std::cerr << shown(output.string()) << ": is the input " << shown(input->string())
+                << " (not overwritten; give another --report-dir)\n";
+      return 2;
+    }
+  }
+  std::vector<Report> partials;
+  std::vector<std::string> unreadable;
+  for (const fs::path& file : inputs) {
     try {
       partials.push_back(parse_report_json(read_file(file), file.string()));
     } catch (const Error& e) {
-      std::cerr << e.what() << "\n";
-      unreadable = true;
+      unreadable.push_back(e.what());
     }
   }
-  Combined combined = combine_reports(partials);
-  for (const std::string& problem : combined.problems) std::cerr << "tracelane report: " << problem << "\n";
-  fs::path out_dir = report_dir.empty() ? first_dir : fs::path(report_dir);
+  Combined combined = combine_reports(partials, unreadable);
+  for (const std::string& problem : combined.problems) std::cerr << shown(problem) << "\n";
   fs::path written;
   try {
     boost::system::error_code ec;
     fs::create_directories(out_dir, ec);
     written = write_report(combined.report, out_dir);
   } catch (const Error& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << shown(e.what()) << "\n";
     return 1;
   }
-  if (!combined.missing_shards.empty()) {
-    int count = 0;
-    for (const Report& partial : partials)
-      if (partial.shard) count = partial.shard->second;
-    std::cerr << "missing shards:";
-    for (int k : combined.missing_shards) std::cerr << " " << k;
-    std::cerr << " (of " << count << ")\n";
-  }
   std::vector<std::string> failed_shards;
+  int64_t failed_count = 0;
   for (const Report& partial : partials)
-    if (has_failures(partial.rows))
+    if (has_failures(partial.rows) && failed_count++ < int64_t(kListLimit))
       failed_shards.push_back(partial.shard ? shard_label(*partial.shard) : std::string("(unsharded)"));
-  if (!failed_shards.empty()) {
-    std::cerr << "shards with failed rows:";
-    for (const auto& label : failed_shards) std::cerr << " " << label;
-    std::cerr << "\n";
-  }
-  for (const auto& [dir, count] : unmatched_iterations(combined.report.rows))
-    std::cerr << dir << ": " << count << " PP send/recv unmatched (a truncated capture window?)\n";
+  if (failed_count) std::cerr << "shards with failed rows: " << summarise_list(failed_shards, failed_count) << "\n";
+  auto unmatched = unmatched_iterations(combined.report.rows);
+  for (size_t i = 0; i < unmatched.size() && i < kListLimit; ++i)
+    std::cerr << shown(unmatched[i].first) << ": " << unmatched[i].second
+              << " PP send/recv unmatched (a truncated capture window?)\n";
+  if (unmatched.size() > kListLimit)
+    std::cerr << "... and " << unmatched.size() - kListLimit
+              << " more iterations with PP send/recv unmatched (totals.iterations_with_unmatched_send_recv)\n";
   if (!quiet)
-    std::cout << written.string() << ": " << combined.report.rows.size() << " rows from " << partials.size()
+    std::cout << shown(written.string()) << ": " << combined.report.rows.size() << " rows from " << partials.size()
               << " partial reports\n";
-  bool failed = unreadable || !combined.missing_shards.empty() || !failed_shards.empty() || !combined.problems.empty();
+  bool failed = failed_count > 0 || !combined.problems.empty();
   return failed ? 1 : 0;
 }
 

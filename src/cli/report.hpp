@@ -16,7 +16,21 @@ namespace tracelane::cli {
 
 namespace fs = boost::filesystem;
 
-inline constexpr int kReportSchemaVersion = 1;
+// 2: every text cell is written in printable()'s reversible escaped form (Backslash::escape),
+// so that a report is valid UTF-8 whatever the names in the tree; 1 wrote names raw.
+inline constexpr int kReportSchemaVersion = 2;
+
+// The most shards a `sweep --shard K/N` may split a tree into, and the most a partial report
+// may claim: far above any cluster's array size, small enough that a typo (0/100000000)
+// cannot make `report --combine` spend memory or log on the shards it did not get.
+inline constexpr int kMaxShards = 100000;
+
+// Long lists (missing shards, failed shards, iterations) are printed and stored as their
+// first kListLimit items, then "... and N more".
+inline constexpr size_t kListLimit = 10;
+// `first` (at most kListLimit items, space-separated) followed by " ... and N more" when
+// `total` is larger than the number of items given.
+std::string summarise_list(const std::vector<std::string>& first, int64_t total);
 
 enum class RowKind { file, merge, problem };
 const char* kind_name(RowKind kind);
@@ -64,6 +78,7 @@ struct RunInfo {
 };
 
 struct Report {
+  std::string source;  // the file it was read from (parse_report_json), for messages; never written
   std::string root;
   std::optional<std::pair<int, int>> shard;  // a partial report of `sweep --shard K/N`
   std::vector<RunInfo> runs;
@@ -72,7 +87,15 @@ struct Report {
 
 // RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled.
 std::string csv_field(std::string_view text);
+// A cell as report_csv() writes it (before csv_field's quoting): numbers as they are, text in
+// printable()'s escaped form, and a text cell that a spreadsheet would run as a formula
+// (first character = + - @ tab CR, OWASP's list) or that starts with ' gets a leading ',
+// so that stripping one leading ' from a text cell always gives the JSON's value back.
 std::string cell_text(const Cell& cell, const Column& column);
+
+// The raw bytes of a text cell written in printable()'s escaped form (`\\` and `\xHH`), or
+// nothing when `text` is not exactly that form of any byte string.
+std::optional<std::string> name_from_report(std::string_view text);
 
 std::string report_json(const Report& report);
 
@@ -85,8 +108,14 @@ std::string row_record(const Row& row);
 // `row` unchanged, when the record is not such a record.
 bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes);
 std::string report_csv(const Report& report);
-// Reads a report_json() text back. Throws Error("<source>: ...").
-Report parse_report_json(std::string_view json, const std::string& source);
+// Reads a report_json() text back, checking every field's type and range (a row's kind,
+// its status for that kind, each column's type, integers non-negative within int64, reals
+// finite and non-negative, shard K/N with N <= kMaxShards, the schema_version, no unknown
+// or repeated keys, totals that agree with the rows). Throws Error("<source>: <where>:
+// <what>"), where is a JSON path such as rows[3].input_bytes.
+// `verify_totals` false (the fuzzer, whose mutated rows rarely keep their totals) reads the
+// totals' shape only.
+Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals = true);
 
 // report file names: tracelane_report[.shard-K-of-N].json / .csv
 std::string report_base_name(const std::optional<std::pair<int, int>>& shard);
@@ -100,11 +129,17 @@ bool has_failures(const std::vector<Row>& rows);
 
 struct Combined {
   Report report;
-  std::vector<int> missing_shards;  // of N, when the partial reports name N
-  std::vector<std::string> problems;  // inconsistent inputs, one line each
+  std::optional<int> shard_count;      // N, when the partial reports name it
+  std::vector<int> missing_shards;     // the first kListLimit shards of N that no report gave
+  int64_t missing_shard_count = 0;     // all of them
+  std::vector<std::string> problems;   // unreadable or inconsistent inputs, one line each
 };
-// Joins partial reports (each from parse_report_json). The rows are the union, sorted.
-Combined combine_reports(const std::vector<Report>& partials);
+// Joins partial reports (each from parse_report_json). The rows are the union, sorted, plus
+// one failed `problem` row (dir ".") per line of `problems`: each report in `unreadable`
+// (its error message), missing shards (one summarised row), a shard given twice or with
+// another shard count (whose rows are left out), reports of different roots. A combined
+// report with something missing is then `failed` in itself, not only in the exit status.
+Combined combine_reports(const std::vector<Report>& partials, const std::vector<std::string>& unreadable = {});
 
 // The `report` command (`report --combine DIR_OR_FILES...`). Returns the exit status.
 int run_report(int argc, char** argv);

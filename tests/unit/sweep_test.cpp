@@ -269,7 +269,12 @@ TEST(ReportCombine, ShardsJoinIntoTheSingleNodeOrderAndNameMissingOnes) {
   shard2.rows = {file_row("b/it", 0, "failed"), file_row("b/it", 1, "ok")};
   Combined combined = combine_reports({shard2, shard0});
   EXPECT_EQ(combined.missing_shards, (std::vector<int>{1}));
-  EXPECT_TRUE(combined.problems.empty());
+  EXPECT_EQ(combined.problems, (std::vector<std::string>{"missing shards: 1 (of 3)"}));
   EXPECT_TRUE(has_failures(combined.report.rows));
+
+  Report shard1;  // a shard with no iteration directories
+  shard1.shard = {1, 3};
+  combined = combine_reports({shard2, shard1, shard0});
+  EXPECT_TRUE(combined.problems.empty());
   EXPECT_EQ(report_csv(combined.report), report_csv(single));
 }

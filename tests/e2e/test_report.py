@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""The sweep report as others read it, and `tracelane report --combine` against partial
+reports it must not trust (needs no corpus: the trees hold copies of tests/data's example).
+
+- Names with invalid UTF-8, terminal escapes and backslashes: the JSON and the CSV are
+  valid UTF-8 that json.load and the csv module read, every name comes back byte for byte
+  with codecs.escape_decode, and shards combine into the single-node report.
+- Directory names that a spreadsheet would run as formulas get a leading ' in the CSV only.
+- Corrupt partial reports (a status `weird`, input_bytes "lots" / 1e300 / 2^63+5, a shard
+  count of 100000000) are errors naming the file and the field; the combined report holds
+  a failed problem row for each, and the exit status is 1.
+- A huge shard count never turns into a huge log: missing shards are summarised.
+- The combined report never replaces one of its inputs (same name, a symlink or a hard
+  link to it): exit 2, the input untouched.
+"""
+
+import codecs
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_common as e2e  # noqa: E402
+
+# Iteration directories under ROOT/run/profile_trace, as bytes: invalid UTF-8, an escape
+# sequence, a backslash (the escaped form must stay reversible), spreadsheet formulas.
+ODD_DIRS = [b"it\xff\x1b[31m\\x41", b'=HYPERLINK("http:example.com")', b"-1+2", b"@SUM(A1)", b"plain"]
+
+
+class Context:
+    def __init__(self, args, checks):
+        self.args = args
+        self.checks = checks
+        self.example = os.path.join(args.repo_root, "tests", "data", "example_trace.json")
+
+
+def make_tree(ctx, root):
+    for name in ODD_DIRS:
+        directory = os.path.join(os.fsencode(root), b"run", b"profile_trace", name)
+        os.makedirs(directory)
+        shutil.copyfile(ctx.example, os.path.join(directory, b"rank0_trace.json"))
+
+
+def read_report(checks, path, what):
+    """The JSON report and the CSV rows, both decoded as strict UTF-8; None when unreadable."""
+    try:
+        with open(path + ".json", "rb") as handle:
+            report = json.loads(handle.read().decode("utf-8"))
+        with open(path + ".csv", "rb") as handle:
+            table = list(csv.DictReader(io.StringIO(handle.read().decode("utf-8"), newline="")))
+    except (OSError, ValueError) as error:
+        checks.check(False, f"{what}: the report does not load: {error}")
+        return None, None
+    checks.passed += 1
+    return report, table
+
+
+def raw(text):
+    """A name's bytes from the report's escaped form (README: codecs.escape_decode)."""
+    return codecs.escape_decode(text.encode("utf-8"))[0]
+
+
+def from_csv(cell):
+    """A CSV text cell without the spreadsheet guard's leading '."""
+    return cell[1:] if cell.startswith("'") else cell
+
+
+def without_timing(rows):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def sweep_shards(ctx, root, count):
+    for k in range(count):
+        result = e2e.tracelane(ctx.args, "sweep", root, "--quiet", "--jobs", "1", "--overwrite",
+                               "--shard", f"{k}/{count}")
+        ctx.checks.check(result.returncode == 0, f"sweep --shard {k}/{count}: {e2e.describe(result)}")
+    return [os.path.join(root, f"tracelane_report.shard-{k}-of-{count}.json") for k in range(count)]
+
+
+def test_odd_names_load_and_round_trip(ctx, work):
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    make_tree(ctx, root)
+    result = e2e.tracelane(ctx.args, "sweep", root, "--quiet", "--jobs", "1")
+    checks.check(result.returncode == 0, f"sweep: {e2e.describe(result)}")
+    report, table = read_report(checks, os.path.join(root, "tracelane_report"), "single-node report")
+    if report is None:
+        return
+    expected = sorted(b"run/profile_trace/" + name for name in ODD_DIRS)
+    files = [row for row in report["rows"] if row["kind"] == "file"]
+    checks.equal(sorted(raw(row["dir"]) for row in files), expected, "JSON dir -> raw bytes")
+    checks.equal({raw(row["iteration"]) for row in files}, set(ODD_DIRS), "JSON iteration -> raw bytes")
+    csv_files = [row for row in table if row["kind"] == "file"]
+    checks.equal(sorted(raw(from_csv(row["dir"])) for row in csv_files), expected, "CSV dir -> raw bytes")
+    for row in csv_files:
+        for column in ("dir", "iteration", "output", "file"):
+            checks.check(row[column][:1] not in ("=", "+", "-", "@"), f"CSV {column} {row[column]!r} is a live formula")
+        checks.check(raw(from_csv(row["iteration"])) in ODD_DIRS, f"CSV iteration {row['iteration']!r}")
+        checks.check(not row["input_bytes"].startswith("'"), f"CSV number prefixed: {row['input_bytes']!r}")
+    checks.check(any(row["iteration"].startswith("=") for row in files), "the JSON keeps a name's leading =")
+    checks.check(all(row["status"] == "ok" for row in files), f"statuses {[row['status'] for row in files]}")
+
+    sweep_shards(ctx, root, 2)
+    combined_dir = os.path.join(work, "combined")
+    result = e2e.tracelane(ctx.args, "report", "--combine", root, "--report-dir", combined_dir)
+    checks.check(result.returncode == 0, f"report --combine: {e2e.describe(result)}")
+    combined, combined_table = read_report(checks, os.path.join(combined_dir, "tracelane_report"), "combined report")
+    if combined is not None:
+        checks.equal(without_timing(combined["rows"]), without_timing(report["rows"]), "combined JSON rows")
+        checks.equal(without_timing(combined_table), without_timing(table), "combined CSV rows")
+
+
+def test_corrupt_partial_reports_are_errors(ctx, work):
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    make_tree(ctx, root)
+    shard0, shard1 = sweep_shards(ctx, root, 2)
+    with open(shard0) as handle:
+        good = json.load(handle)
+
+    def file_row(report):
+        return next(i for i, row in enumerate(report["rows"]) if row["kind"] == "file")
+
+    corruptions = [("status", "weird"), ("input_bytes", "lots"), ("input_bytes", 1e300), ("input_bytes", 2**63 + 5),
+                   ("input_bytes", -4), ("dir", "a\x1bb")]
+    for column, value in corruptions:
+        bad = json.loads(json.dumps(good))
+        index = file_row(bad)
+        bad["rows"][index][column] = value
+        directory = os.path.join(work, f"bad-{column}-{len(os.listdir(work))}")
+        os.mkdir(directory)
+        bad_path = os.path.join(directory, os.path.basename(shard0))
+        with open(bad_path, "w") as handle:
+            json.dump(bad, handle)
+        shutil.copyfile(shard1, os.path.join(directory, os.path.basename(shard1)))
+        what = f"{column} = {value!r}"
+        result = e2e.tracelane(ctx.args, "report", "--combine", directory)
+        checks.equal(result.returncode, 1, f"{what}: exit status")
+        checks.check(f"{bad_path}: rows[{index}].{column}: " in result.stderr,
+                     f"{what}: no error naming the file and rows[{index}].{column}: {result.stderr!r}")
+        report, table = read_report(checks, os.path.join(directory, "tracelane_report"), what)
+        if report is None:
+            continue
+        problems = [row for row in report["rows"] if row["kind"] == "problem" and row["status"] == "failed"]
+        checks.check(any(bad_path in row["error"] for row in problems), f"{what}: no failed problem row: {problems}")
+        checks.equal(table[-1]["status"], "failed", f"{what}: the CSV total's status")
+
+    # A shard count of 100000000: refused when read, and no log of the missing shards.
+    huge = json.loads(json.dumps(good))
+    huge["shard"] = {"index": 0, "count": 100000000}
+    huge["runs"][0]["shard"] = "0/100000000"
+    huge_path = os.path.join(work, "tracelane_report.shard-0-of-100000000.json")
+    with open(huge_path, "w") as handle:
+        json.dump(huge, handle)
+    started = time.monotonic()
+    result = e2e.tracelane(ctx.args, "report", "--combine", huge_path, shard1, "--report-dir", os.path.join(work, "h"))
+    checks.equal(result.returncode, 1, "0/100000000: exit status")
+    checks.check(f"{huge_path}: shard.count: " in result.stderr, f"0/100000000: {result.stderr[:400]!r}")
+    checks.check(len(result.stderr) < 10000 and time.monotonic() - started < 10,
+                 f"0/100000000: {len(result.stderr)} bytes of stderr in {time.monotonic() - started:.1f} s")
+    # The largest count allowed: the missing shards are summarised, in the log and the report.
+    big = json.loads(json.dumps(good))
+    big["shard"] = {"index": 7, "count": 100000}
+    big["runs"][0]["shard"] = "7/100000"
+    big_path = os.path.join(work, "tracelane_report.shard-7-of-100000.json")
+    with open(big_path, "w") as handle:
+        json.dump(big, handle)
+    result = e2e.tracelane(ctx.args, "report", "--combine", big_path, "--report-dir", os.path.join(work, "b"))
+    checks.equal(result.returncode, 1, "7/100000: exit status")
+    checks.check("missing shards: 0 1 2 3 4 5 6 8 9 10 ... and 99989 more (of 100000)" in result.stderr
+                 and len(result.stderr) < 2000, f"7/100000: {len(result.stderr)} bytes: {result.stderr[:400]!r}")
+
+
+def test_combine_never_writes_over_an_input(ctx, work):
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    make_tree(ctx, root)
+    shard0, shard1 = sweep_shards(ctx, root, 2)
+
+    def refused(what, *argv, protected):
+        before = {path: e2e.read_bytes(path) for path in protected}
+        links = {path: os.readlink(path) for path in protected if os.path.islink(path)}
+        result = e2e.tracelane(ctx.args, "report", "--combine", *argv)
+        checks.equal(result.returncode, 2, f"{what}: exit status ({result.stderr.strip()[:300]})")
+        for path in protected:
+            checks.check(e2e.read_bytes(path) == before[path], f"{what}: {path} was written over")
+            if path in links:
+                checks.check(os.path.islink(path) and os.readlink(path) == links[path], f"{what}: link {path} replaced")
+
+    # An input named like the combined report, in the directory it would be written to.
+    named = os.path.join(work, "named")
+    os.mkdir(named)
+    shutil.copyfile(shard0, os.path.join(named, "tracelane_report.json"))
+    refused("an input named tracelane_report.json", os.path.join(named, "tracelane_report.json"), shard1,
+            protected=[os.path.join(named, "tracelane_report.json")])
+    # The same through another spelling of its directory.
+    refused("the same name spelt differently", os.path.join(named, ".", "tracelane_report.json"),
+            "--report-dir", os.path.join(named, "..", "named"), protected=[os.path.join(named, "tracelane_report.json")])
+    # A --report-dir whose report names are a symlink or a hard link to an input.
+    for kind, make in (("symlink", os.symlink), ("hard link", os.link)):
+        for extension in (".json", ".csv"):
+            directory = os.path.join(work, f"{kind.replace(' ', '_')}{extension}")
+            os.mkdir(directory)
+            target = os.path.join(directory, "tracelane_report" + extension)
+            make(shard1, target)
+            refused(f"tracelane_report{extension} a {kind} to an input", root, "--report-dir", directory,
+                    protected=[shard1, target])
+    # And an ordinary --report-dir still works.
+    result = e2e.tracelane(ctx.args, "report", "--combine", root, "--report-dir", os.path.join(work, "fine"))
+    checks.check(result.returncode == 0, f"combine into a new directory: {e2e.describe(result)}")
+
+
+def main():
+    args = e2e.parse_args(__doc__)
+    checks = e2e.Checks("e2e report")
+    return e2e.run_tests(checks, Context(args, checks), "report", (
+        test_odd_names_load_and_round_trip,
+        test_corrupt_partial_reports_are_errors,
+        test_combine_never_writes_over_an_input,
+    ))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
