@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "files.hpp"
+#include "report.hpp"
 
 namespace tracelane::cli {
 
@@ -78,11 +79,10 @@ struct Shard {
   int index = 0;
   int count = 1;
 };
-// N is at most kMaxShards: real job arrays have tens to thousands of tasks (Slurm's
-// MaxArraySize defaults to 1001 and cannot exceed 4000001), and `report --combine` must
-// account for every shard, so a typo such as 0/100000000 is refused here instead of
+// N is at most kMaxShards (report.hpp): real job arrays have tens to thousands of tasks
+// (Slurm's MaxArraySize defaults to 1001 and cannot exceed 4000001), and `report --combine`
+// must account for every shard, so a typo such as 0/100000000 is refused here instead of
 // turning the combine step into a list of a hundred million missing shards.
-inline constexpr int kMaxShards = 100000;
 std::optional<Shard> parse_shard(std::string_view text);
 inline bool shard_takes(const Shard& shard, size_t position) {
   return position % size_t(shard.count) == size_t(shard.index);
