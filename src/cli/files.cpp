@@ -11,6 +11,9 @@
 #include <random>
 #include <regex>
 
+#include <iostream>
+
+#include "printable.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/trace.hpp"
 
@@ -106,6 +109,69 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file) {
   return paths;
 }
 
+namespace {
+
+struct FileId {
+  dev_t dev;
+  ino_t ino;
+  bool operator==(const FileId& other) const { return dev == other.dev && ino == other.ino; }
+};
+
+std::optional<FileId> file_id(const fs::path& path, bool follow) {
+  struct stat st {};
+  int rc = follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st);
+  if (rc != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+fs::path directory_of(const fs::path& path) {
+  fs::path dir = path.parent_path();
+  return dir.empty() ? fs::path(".") : dir;
+}
+
+}  // namespace
+
+void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, bool overwrite) {
+  const std::string name = output.string();
+  const std::string filename = output.filename().string();
+  auto refuse = [&](const std::string& reason) { throw OutputRefused(name + ": " + reason); };
+  if (name.empty()) throw OutputRefused("tracelane: empty output name");
+  // boost names the last element of "d/" ".", so "d/", "d/." and "d/.." all land here.
+  if (name.back() == '/' || filename == "." || filename == "..") refuse("names a directory, not an output file");
+  struct stat st {};
+  const fs::path dir = directory_of(output);
+  if (::stat(dir.c_str(), &st) != 0) {
+    int e = errno;
+    refuse("output directory " + dir.string() + ": " + std::strerror(e));
+  }
+  if (!S_ISDIR(st.st_mode)) refuse("output directory " + dir.string() + ": Not a directory");
+  if (is_rank_trace_name(filename) && !is_our_output_name(filename))
+    refuse("is named like a rank trace (rank<N>_trace.json[.gz]), which tracelane reads as an input; "
+           "choose another -o");
+  // Identity, links followed: a link or another name for an input is that input.
+  const std::optional<FileId> out_id = file_id(output, true);
+  const std::optional<FileId> out_dir_id = file_id(dir, true);
+  for (const auto& input : inputs) {
+    bool same = out_id && out_id == file_id(input, true);
+    // Or the same directory entry (same directory, same name), whether or not it exists.
+    same = same || (input.filename() == output.filename() && out_dir_id && out_dir_id == file_id(directory_of(input), true));
+    if (same) refuse("output would replace the input " + input.string() + "; choose another -o");
+  }
+  bool exists = ::lstat(output.c_str(), &st) == 0;
+  if (exists) {
+    struct stat target {};
+    if (::stat(output.c_str(), &target) == 0 && S_ISDIR(target.st_mode))
+      refuse("is a directory, not an output file");
+    if (!overwrite) refuse("output exists (use --overwrite to replace it)");
+  }
+}
+
+void print_error(std::string_view line) {
+  std::string text = printable(line, Backslash::keep);
+  text += '\n';
+  std::cerr << text << std::flush;
+}
+
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
@@ -146,7 +212,7 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
     if (::link(tmp.c_str(), path.c_str()) != 0) {
       int e = errno;
       ::unlink(tmp.c_str());
-      if (e == EEXIST) throw Error(path.string() + ": output exists (use --overwrite to replace it)");
+      if (e == EEXIST) throw OutputExists(path.string() + ": output exists (use --overwrite to replace it)");
       throw Error(path.string() + ": cannot move output into place: " + std::strerror(e));
     }
     ::unlink(tmp.c_str());
@@ -156,13 +222,14 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
 std::optional<std::string> read_record(const fs::path& path) {
   std::string value(4096, '\0');
   for (int attempt = 0; attempt < 2; ++attempt) {
-    ssize_t n = ::getxattr(path.c_str(), kRecordAttribute, value.data(), value.size());
+    // lgetxattr: a link planted where an output was is not followed to another file.
+    ssize_t n = ::lgetxattr(path.c_str(), kRecordAttribute, value.data(), value.size());
     if (n >= 0) {
       value.resize(size_t(n));
       return value;
     }
     if (errno != ERANGE) return std::nullopt;
-    n = ::getxattr(path.c_str(), kRecordAttribute, nullptr, 0);  // its size
+    n = ::lgetxattr(path.c_str(), kRecordAttribute, nullptr, 0);  // its size
     if (n <= 0 || n > (1 << 20)) return std::nullopt;
     value.assign(size_t(n), '\0');
   }
