@@ -441,9 +441,11 @@ int main(int argc, char** argv) {
   }
   std::string command = argv[1];
   if (command == "compact" || command == "merge" || command == "sweep" || command == "check") use_huge_pages(argv);
-  static StdoutBuffer stdout_buffer;  // outlives std::cout's last use below
-  std::streambuf* stdio_buffer = std::cout.rdbuf(&stdout_buffer);
-  int code = finish_stdout(run_command(argc, argv), stdout_buffer);
+  // Never destroyed, so that std::cout's flush at exit finds it even after an exit() call.
+  // std::cout is written from the main thread only (workers report on stderr).
+  static StdoutBuffer* stdout_buffer = new StdoutBuffer;
+  std::streambuf* stdio_buffer = std::cout.rdbuf(stdout_buffer);
+  int code = finish_stdout(run_command(argc, argv), *stdout_buffer);
   std::cout.rdbuf(stdio_buffer);
   return code;
 }
