@@ -20,12 +20,25 @@
 namespace tracelane::cli {
 
 std::string read_file(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO nobody writes to (one planted under a rank file's name in a
+  // shared tree) returns at once instead of hanging the sweep; it then reads as empty. A
+  // device is never read (opening one is harmless with O_NONBLOCK; reading /dev/zero is
+  // not). Regular files and pipes are then read blocking, as usual.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
     ::close(fd);
     throw Error(path.string() + ": is a directory, not a trace file");
+  }
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    ::close(fd);
+    throw Error(path.string() + ": not a regular file (a device or socket)");
+  }
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw Error(path.string() + ": cannot read: " + std::strerror(e));
   }
   std::string bytes;
   bytes.reserve(size_t(st.st_size) + 64);  // simdjson's padding fits without a copy

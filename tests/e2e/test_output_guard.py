@@ -8,15 +8,16 @@
   (exit 2) found before any input is read: the input here is a FIFO nobody writes to, so a
   command that opened it would hang;
 - losing the race for the output name (it appears while the input is read) exits 2;
+- a FIFO nobody writes to is not waited on, and a device is not read;
 - a failed write on standard output is an error for every command (/dev/full);
 - error lines on stderr never carry a name's terminal escapes raw.
 """
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -108,32 +109,52 @@ def test_losing_the_race_for_the_output_exits_2(cli, work):
     fifo = os.path.join(work, "trace.json")
     os.mkfifo(fifo)
     out = os.path.join(work, "out.json")
+    data = json.dumps(synthetic_trace(kernels=3000)).encode()
+    assert len(data) > 4 * 65536
+    # Our end is open before tracelane's (O_RDWR never blocks on Linux), so tracelane's
+    # read waits for data. Once a write larger than the pipe's buffer returns, tracelane has
+    # read part of the trace: it is past the guard. Another writer then takes the output
+    # name, and the rest of the trace arrives.
+    end = os.open(fifo, os.O_RDWR)
     proc = subprocess.Popen([cli.args.tracelane, "compact", fifo, "-o", out], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    # The guard has passed (no output yet) once tracelane waits on the FIFO; another
-    # writer then takes the name, and the trace arrives.
-    opened = threading.Event()
-
-    def feed():
-        with open(fifo, "wb") as handle:  # blocks until tracelane opens it to read
-            opened.set()
-            with open(out, "w") as other:
-                other.write("the other writer's\n")
-            handle.write(__import__("json").dumps(synthetic_trace(kernels=60)).encode())
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
+    try:
+        half = len(data) // 2
+        view = memoryview(data)
+        sent = 0
+        while sent < half:
+            sent += os.write(end, view[sent:half])
+        with open(out, "w") as other:
+            other.write("the other writer's\n")
+        while sent < len(data):
+            sent += os.write(end, view[sent:])
+    finally:
+        os.close(end)
     try:
         stdout, stderr = proc.communicate(timeout=HANG)
     except subprocess.TimeoutExpired:
         proc.kill()
         stdout, stderr = proc.communicate()
-    feeder.join(timeout=HANG)
     checks.equal(proc.returncode, 2, f"compact losing the output race: exit code (stderr {stderr!r})")
     checks.check(stderr.startswith(out + ": output exists"), f"compact losing the race: stderr {stderr!r}")
     with open(out) as handle:
         checks.equal(handle.read(), "the other writer's\n", "the other writer's output")
     cli.no_hidden(work, "output race")
+
+
+def test_fifos_and_devices_are_not_read_as_traces(cli, work):
+    checks = cli.checks
+    # A FIFO nobody writes to, planted under a trace's name, must not hang the command.
+    fifo = os.path.join(work, "rank0_trace.json")
+    os.mkfifo(fifo)
+    result = run_bounded(cli, "compact", fifo, "-o", os.path.join(work, "o.json"))
+    if checks.check(result is not None, f"compact of a FIFO nobody writes to: still running after {HANG} s"):
+        cli.one_line_error(result, (fifo,), "compact of a FIFO nobody writes to", rc=1)
+    result = run_bounded(cli, "compact", "/dev/null", "-o", os.path.join(work, "o2.json"))
+    if checks.check(result is not None, "compact /dev/null: hung"):
+        cli.one_line_error(result, ("/dev/null",), "compact /dev/null", rc=1, contains="not a regular file")
+    checks.check(not os.path.exists(os.path.join(work, "o.json")) and not os.path.exists(os.path.join(work, "o2.json")),
+                 "an output was written")
 
 
 def test_standard_output_errors_are_errors(cli, work):
@@ -187,6 +208,7 @@ def main():
     return e2e.run_tests(checks, cli, "output_guard",
                          (test_merge_never_replaces_a_rank_file, test_compact_refuses_rank_names_and_the_input,
                           test_bad_output_paths_are_refused_before_reading, test_losing_the_race_for_the_output_exits_2,
+                          test_fifos_and_devices_are_not_read_as_traces,
                           test_standard_output_errors_are_errors, test_error_lines_carry_no_raw_escapes))
 
 
