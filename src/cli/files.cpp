@@ -145,6 +145,9 @@ std::optional<FileId> file_id(const fs::path& path, bool follow) {
   return FileId{st.st_dev, st.st_ino};
 }
 
+// ".", ".tmp.", a pid (at most 7 digits on Linux), ".", a number below 10^6.
+constexpr size_t kTemporaryNameExtra = 1 + 5 + 7 + 1 + 6;
+
 fs::path directory_of(const fs::path& path) {
   fs::path dir = path.parent_path();
   return dir.empty() ? fs::path(".") : dir;
@@ -166,6 +169,12 @@ void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, b
     refuse("output directory " + dir.string() + ": " + std::strerror(e));
   }
   if (!S_ISDIR(st.st_mode)) refuse("output directory " + dir.string() + ": Not a directory");
+  // write_atomically's temporary is ".<name>.tmp.<pid>.<random>": it must fit too.
+  long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max <= 0) name_max = 255;
+  if (filename.size() + kTemporaryNameExtra > size_t(name_max))
+    refuse("name too long (" + std::to_string(filename.size()) + " bytes; at most " +
+           std::to_string(name_max - long(kTemporaryNameExtra)) + " here, for the temporary beside it)");
   if (is_rank_trace_name(filename) && !is_our_output_name(filename))
     refuse("is named like a rank trace (rank<N>_trace.json[.gz]), which tracelane reads as an input; "
            "choose another -o");

@@ -107,6 +107,14 @@ TEST_F(OutputGuard, RefusesAnOutputThatIsADirectory) {
   }
 }
 
+TEST_F(OutputGuard, RefusesANameTooLongForItsTemporary) {
+  // 250 bytes is a valid name, but ".<name>.tmp.<pid>.<n>" beside it is not: refused now,
+  // not after the whole input was read.
+  std::string why = refusal(dir_ / (std::string(245, 'n') + ".json"), {input_}, false);
+  EXPECT_NE(why.find("name too long"), std::string::npos) << why;
+  EXPECT_EQ(refusal(dir_ / (std::string(200, 'n') + ".json"), {input_}, false), "");
+}
+
 TEST_F(OutputGuard, RefusesAnExistingOutputUnlessOverwrite) {
   write(dir_ / "out.json.gz", "someone's");
   EXPECT_NE(refusal(dir_ / "out.json.gz", {input_}, false).find("output exists"), std::string::npos);
