@@ -3,7 +3,9 @@
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <optional>
 
 #include "tracelane/trace.hpp"
 
@@ -20,22 +22,109 @@ struct DecompressorDeleter {
 struct CompressorDeleter {
   void operator()(libdeflate_compressor* c) const { libdeflate_free_compressor(c); }
 };
+constexpr size_t kIsizeModulus = size_t(1) << 32;
+
+uint32_t read_le32(const char* p) {
+  return uint8_t(p[0]) | uint8_t(p[1]) << 8 | uint8_t(p[2]) << 16 | uint32_t(uint8_t(p[3])) << 24;
+}
+
+// Where the deflate data of the member at the start of `bytes` begins (after FEXTRA, FNAME,
+// FCOMMENT and FHCRC), or 10 when the header cannot be read.
+size_t deflate_start(std::string_view bytes) {
+  if (bytes.size() < 10) return 10;
+  const uint8_t flags = uint8_t(bytes[3]);
+  size_t pos = 10;
+  if ((flags & 4) && pos + 2 <= bytes.size()) pos += 2 + (uint8_t(bytes[pos]) | uint8_t(bytes[pos + 1]) << 8);
+  for (uint8_t field : {uint8_t(8), uint8_t(16)})
+    if ((flags & field) && pos < bytes.size()) {
+      const void* nul = std::memchr(bytes.data() + pos, 0, bytes.size() - pos);
+      pos = nul ? size_t(static_cast<const char*>(nul) - bytes.data()) + 1 : bytes.size();
+    }
+  if (flags & 2) pos += 2;
+  return std::min(pos, bytes.size());
+}
+
+// True when the last `isize` output bytes of `bytes` are a complete gzip member of their
+// own that ends the file: the file has several members, and ISIZE is only the last one's.
+// A member of n output bytes takes at most about n + n/64 + 1 KiB (stored blocks, a name
+// field), so only that tail is searched, and only where a header could start.
+bool ends_with_own_member(std::string_view bytes, uint32_t isize, libdeflate_decompressor* d) {
+  const size_t window = std::min(bytes.size(), size_t(isize) + isize / 64 + 1024 + 18);
+  std::unique_ptr<char[]> scratch(new char[std::max<size_t>(isize, 1)]);  // untouched pages cost nothing
+  for (size_t pos = bytes.size() - window; pos + 18 <= bytes.size(); ++pos) {
+    const void* hit = std::memchr(bytes.data() + pos, 0x1f, bytes.size() - 18 + 1 - pos);
+    if (!hit) break;
+    pos = size_t(static_cast<const char*>(hit) - bytes.data());
+    // 1f 8b 08 (deflate), reserved flag bits clear: anything else is not a member header.
+    if (pos == 0 || uint8_t(bytes[pos + 1]) != 0x8b || bytes[pos + 2] != 8 || (uint8_t(bytes[pos + 3]) & 0xe0)) continue;
+    size_t in_used = 0, out_used = 0;
+    std::string_view member = bytes.substr(pos);
+    if (libdeflate_gzip_decompress_ex(d, member.data(), member.size(), scratch.get(), isize, &in_used, &out_used) ==
+            LIBDEFLATE_SUCCESS &&
+        in_used == member.size() && out_used == isize)
+      return true;
+  }
+  return false;
+}
+
+size_t size_guess(size_t compressed_size, size_t deflate_bytes, uint32_t isize, bool last_member_is_own) {
+  // DEFLATE expands at most ~1032:1, so a larger size is garbage (a truncated or corrupt
+  // file): ignore it rather than allocate gigabytes for it.
+  const size_t plausible_max = compressed_size * 1032 + 1024;
+  // ISIZE is the last member's size modulo 2^32. The encoders that write traces (zlib,
+  // libdeflate, Python's gzip) never let a block grow past its stored form, so a member's
+  // output is at least about its deflate data (7/8 leaves room for a fixed-Huffman
+  // encoder's 9 bits a byte). An ISIZE below that has wrapped: a single member of
+  // ISIZE + k * 2^32 bytes, the smallest such size that is not below the deflate data.
+  // That is exact for every single-member file up to 4 GiB plus its compressed size (a
+  // 4.0 GiB trace at 10:1 up to 4.4 GiB); a larger one is found on the next try, and only
+  // a wrongly low guess costs a second decompression. Not so when the file ends with a
+  // small member of its own (several members: ISIZE is only that member's).
+  size_t size = isize;
+  const size_t floor = deflate_bytes - deflate_bytes / 8;
+  if (!last_member_is_own)
+    while (size < floor && size + kIsizeModulus <= plausible_max) size += kIsizeModulus;
+  if (size > plausible_max) return compressed_size * 8;
+  return size;
+}
+
 }  // namespace
+
+size_t gunzip_size_guess(std::string_view bytes) {
+  if (bytes.size() < 18) return 0;
+  std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
+  if (!d) return bytes.size() * 8;
+  const uint32_t isize = read_le32(bytes.data() + bytes.size() - 4);
+  const size_t deflate_bytes = bytes.size() - std::min(bytes.size(), deflate_start(bytes) + 8);
+  size_t guess = size_guess(bytes.size(), deflate_bytes, isize, false);
+  if (guess != isize && guess >= isize && (guess - isize) % kIsizeModulus == 0 &&
+      ends_with_own_member(bytes, isize, d.get()))
+    guess = size_guess(bytes.size(), deflate_bytes, isize, true);
+  return guess;
+}
 
 std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes) {
   // libdeflate decompressors are cheap and not thread-safe: one per call.
   std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
   if (!d) throw Error(std::string(source) + ": out of memory");
   if (bytes.size() < 18) throw Error(std::string(source) + ": truncated gzip stream (" + std::to_string(bytes.size()) + " bytes)");
-  // DEFLATE expands at most ~1032:1, so a larger ISIZE is garbage (a truncated or corrupt
-  // file): ignore it rather than allocate gigabytes for it. ISIZE (the last 4 bytes) is
-  // the size of the last member modulo 2^32: exact for the usual single member. The
-  // extra 64 bytes leave room for simdjson's padding without a reallocation.
   const size_t plausible_max = bytes.size() * 1032 + 1024;
-  uint32_t isize = uint8_t(bytes[bytes.size() - 4]) | uint8_t(bytes[bytes.size() - 3]) << 8 |
-                   uint8_t(bytes[bytes.size() - 2]) << 16 | uint32_t(uint8_t(bytes[bytes.size() - 1])) << 24;
-  size_t capacity = size_t(isize) <= plausible_max ? size_t(isize) + 64 : bytes.size() * 8;
-  capacity = std::max(capacity, size_t(1) << 16);
+  // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: exact for the
+  // usual single member under 4 GiB; see gunzip_size_guess for the others. The extra 64
+  // bytes leave room for simdjson's padding without a reallocation.
+  const uint32_t isize = read_le32(bytes.data() + bytes.size() - 4);
+  const size_t guess = gunzip_size_guess(bytes);
+  const bool from_isize = guess >= isize && (guess - isize) % kIsizeModulus == 0;
+  // Whether the file ends with a member of its own (so it has several), when a first
+  // member larger than the guess makes it matter (it reads the tail).
+  std::optional<bool> several_members;
+  auto ends_with_own = [&] {
+    if (!several_members) several_members = ends_with_own_member(bytes, isize, d.get());
+    return *several_members;
+  };
+  // If the first member is the only one, its size is ISIZE + k * 2^32: this one or larger.
+  size_t single_member_size = guess;
+  size_t capacity = std::max(guess + 64, size_t(1) << 16);
   // Never hold more than the caller admitted (ISIZE of a multi-member file is the last
   // member's only): the buffer stops growing there.
   const size_t admitted = max_bytes >= UINT64_MAX - 64 ? SIZE_MAX : size_t(max_bytes) + 64;
@@ -73,6 +162,13 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
         throw LargerThanAdmitted(std::string(source) + ": decompresses to more than the " +
                                      std::to_string(max_bytes) + " bytes admitted",
                                  std::max<uint64_t>(max_bytes + 1, std::min<uint64_t>(estimate, plausible_max)));
+      }
+      if (result == LIBDEFLATE_INSUFFICIENT_SPACE && member == 0 && from_isize &&
+          single_member_size + kIsizeModulus <= plausible_max && !ends_with_own()) {
+        // The only member is larger than guessed: it is the next size ISIZE allows.
+        single_member_size += kIsizeModulus;
+        out.resize(std::min(std::max(out.size(), single_member_size + 64), admitted));
+        continue;
       }
       if (result == LIBDEFLATE_INSUFFICIENT_SPACE && out.size() < plausible_max) {
         // Multi-member input (or a wrong ISIZE): grow the whole buffer and redo this

@@ -2,6 +2,7 @@
 // of members in.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +27,15 @@ class LargerThanAdmitted : public Error {
 // is larger than `max_bytes`. The result has `padding` spare bytes of capacity after its
 // end (for simdjson).
 std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes = UINT64_MAX);
+
+// The output size gunzip first allocates for the gzip file `bytes` (before its 64 bytes of
+// padding). The trailer's ISIZE is a size modulo 2^32: the guess is ISIZE + k * 2^32 for
+// the smallest k that is not below what the deflate data must expand to (a single member
+// of 4 GiB or more), or ISIZE itself when the file ends with a member of its own (several
+// members: ISIZE is only the last one's). Beyond the 1032:1 that DEFLATE can reach, ISIZE
+// is garbage and the guess is 8x the compressed size. Decompresses nothing but, at most,
+// a last member of ISIZE bytes.
+size_t gunzip_size_guess(std::string_view bytes);
 
 // Compresses into one gzip member at `level` (0-12, libdeflate's scale).
 std::string gzip_compress(std::string_view bytes, int level);

@@ -8,6 +8,7 @@
 
 #include "../check/check.hpp"
 #include "files.hpp"
+#include "printable.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
@@ -56,7 +57,8 @@ int run_check(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << "tracelane check: " << e.what() << "\n\n" << kCheckHelp;
+    print_error(std::string("tracelane check: ") + e.what());
+    std::cerr << "\n" << kCheckHelp;
     return kExitUsage;
   }
   if (vm.count("help")) {
@@ -73,10 +75,10 @@ int run_check(int argc, char** argv) {
     try {
       bytes[k] = read_trace_bytes(paths[k]);
     } catch (const Error& e) {
-      std::cerr << e.what() << "\n";
+      print_error(e.what());
       return kExitUsage;
     } catch (const std::bad_alloc&) {
-      std::cerr << paths[k] << ": out of memory\n";
+      print_error(paths[k] + ": out of memory");
       return kExitUsage;
     }
   }
@@ -84,15 +86,24 @@ int run_check(int argc, char** argv) {
     check::CheckOptions check_options;
     check_options.max_recorded = std::max<size_t>(listed, 1);
     check::CheckReport report = check::check_traces(bytes[0], bytes[1], check_options);
-    std::cout << "check: ORIGINAL " << paths[0] << "\ncheck: COMPACTED " << paths[1] << "\n"
-              << check::format_report(report, listed) << std::flush;
+    // Event names in the listed violations come from the traces: each line printable.
+    std::string text = "check: ORIGINAL " + paths[0] + "\ncheck: COMPACTED " + paths[1] + "\n" +
+                       check::format_report(report, listed);
+    for (size_t start = 0; start < text.size();) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      std::cout << printable(std::string_view(text).substr(start, end - start));
+      if (end < text.size()) std::cout << '\n';
+      start = end + 1;
+    }
+    std::cout << std::flush;
     return report.ok() ? kExitOk : kExitViolations;
   } catch (const check::CheckInputError& e) {
-    std::cerr << paths[e.in_compacted ? 1 : 0] << ": " << e.what() << "\n";
+    print_error(paths[e.in_compacted ? 1 : 0] + ": " + e.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << paths[0] << ": out of memory\n";
+    print_error(paths[0] + ": out of memory");
   } catch (const std::exception& e) {
-    std::cerr << "tracelane check: " << e.what() << "\n";
+    print_error(std::string("tracelane check: ") + e.what());
   }
   return kExitUsage;
 }

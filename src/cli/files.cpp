@@ -13,6 +13,9 @@
 #include <random>
 #include <string_view>
 
+#include <iostream>
+
+#include "printable.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/trace.hpp"
 
@@ -23,9 +26,11 @@ FileIdentity identity_of(const struct stat& st) {
 }
 
 std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOptions& options) {
-  // O_NONBLOCK: opening a FIFO planted under an input's name must not wait for a writer.
-  int flags = O_RDONLY | O_CLOEXEC | (options.regular_only ? O_NONBLOCK : 0);
-  int fd = ::open(path.c_str(), flags);
+  // O_NONBLOCK: opening a FIFO nobody writes to (one planted under a rank file's name in a
+  // shared tree) returns at once instead of hanging the sweep; it then reads as empty. A
+  // device is never read (opening one is harmless with O_NONBLOCK; reading /dev/zero is
+  // not). Regular files and pipes are then read blocking, as usual.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
   struct FdCloser {
     int fd;
@@ -36,6 +41,9 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
   if (S_ISDIR(before.st_mode)) throw Error(path.string() + ": is a directory, not a trace file");
   bool regular = S_ISREG(before.st_mode);
   if (options.regular_only && !regular) throw Error(path.string() + ": not a regular file (not read)");
+  if (!regular && !S_ISFIFO(before.st_mode)) throw Error(path.string() + ": not a regular file (a device or socket)");
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+    throw Error(path.string() + ": cannot read: " + std::strerror(errno));
   if (regular && uint64_t(before.st_size) > options.max_bytes)
     throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
                                  " bytes admitted",
@@ -44,28 +52,27 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
   bytes.reserve(size_t(before.st_size) + 64);  // simdjson's padding fits without a copy
   bytes.resize(size_t(before.st_size));
   size_t got = 0;
+  char probe[4096];
   for (;;) {
-    if (got == bytes.size()) {
-      // The file grew (or is a pipe): never beyond what was admitted.
-      if (got >= options.max_bytes) {
-        char probe;
-        ssize_t n;
-        do n = ::read(fd, &probe, 1);
-        while (n < 0 && errno == EINTR);
-        if (n == 0) break;  // exactly the admitted size
-        if (n < 0) throw Error(path.string() + ": read error: " + std::strerror(errno));
-        throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
-                                     " bytes admitted",
-                                 std::max<uint64_t>(uint64_t(got) * 2, options.max_bytes + 1));
-      }
-      bytes.resize(size_t(std::min<uint64_t>(std::max<size_t>(bytes.size() * 2, 1 << 16), options.max_bytes)));
-    }
-    ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    // At the size fstat gave, the file has most likely ended: ask with a small read before
+    // growing, for growing copies and zero-fills the whole buffer (it did so for every
+    // file: a 1 GB input held 3 GB at once and kept 2 GB).
+    const bool at_end = got == bytes.size();
+    ssize_t n = at_end ? ::read(fd, probe, sizeof probe) : ::read(fd, bytes.data() + got, bytes.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw Error(path.string() + ": read error: " + std::strerror(errno));
     }
     if (n == 0) break;
+    if (at_end) {  // the file grew (or is a pipe): never beyond what was admitted
+      if (uint64_t(got) + uint64_t(n) > options.max_bytes)
+        throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
+                                     " bytes admitted",
+                                 std::max<uint64_t>(uint64_t(got) * 2, options.max_bytes + 1));
+      size_t grown = std::max({bytes.size() * 2, size_t(1) << 16, got + size_t(n)});
+      bytes.resize(size_t(std::min<uint64_t>(grown, options.max_bytes)));
+      std::memcpy(bytes.data() + got, probe, size_t(n));
+    }
     got += size_t(n);
   }
   bytes.resize(got);
@@ -167,6 +174,78 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file) {
   return paths;
 }
 
+namespace {
+
+struct FileId {
+  dev_t dev;
+  ino_t ino;
+  bool operator==(const FileId& other) const { return dev == other.dev && ino == other.ino; }
+};
+
+std::optional<FileId> file_id(const fs::path& path, bool follow) {
+  struct stat st {};
+  int rc = follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st);
+  if (rc != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+// ".", ".tmp.", a pid (at most 7 digits on Linux), ".", a number below 10^6.
+constexpr size_t kTemporaryNameExtra = 1 + 5 + 7 + 1 + 6;
+
+fs::path directory_of(const fs::path& path) {
+  fs::path dir = path.parent_path();
+  return dir.empty() ? fs::path(".") : dir;
+}
+
+}  // namespace
+
+void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, bool overwrite) {
+  const std::string name = output.string();
+  const std::string filename = output.filename().string();
+  auto refuse = [&](const std::string& reason) { throw OutputRefused(name + ": " + reason); };
+  if (name.empty()) throw OutputRefused("tracelane: empty output name");
+  // boost names the last element of "d/" ".", so "d/", "d/." and "d/.." all land here.
+  if (name.back() == '/' || filename == "." || filename == "..") refuse("names a directory, not an output file");
+  struct stat st {};
+  const fs::path dir = directory_of(output);
+  if (::stat(dir.c_str(), &st) != 0) {
+    int e = errno;
+    refuse("output directory " + dir.string() + ": " + std::strerror(e));
+  }
+  if (!S_ISDIR(st.st_mode)) refuse("output directory " + dir.string() + ": Not a directory");
+  // write_atomically's temporary is ".<name>.tmp.<pid>.<random>": it must fit too.
+  long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max <= 0) name_max = 255;
+  if (filename.size() + kTemporaryNameExtra > size_t(name_max))
+    refuse("name too long (" + std::to_string(filename.size()) + " bytes; at most " +
+           std::to_string(name_max - long(kTemporaryNameExtra)) + " here, for the temporary beside it)");
+  if (is_rank_trace_name(filename) && !is_our_output_name(filename))
+    refuse("is named like a rank trace (rank<N>_trace.json[.gz]), which tracelane reads as an input; "
+           "choose another -o");
+  // Identity, links followed: a link or another name for an input is that input.
+  const std::optional<FileId> out_id = file_id(output, true);
+  const std::optional<FileId> out_dir_id = file_id(dir, true);
+  for (const auto& input : inputs) {
+    bool same = out_id && out_id == file_id(input, true);
+    // Or the same directory entry (same directory, same name), whether or not it exists.
+    same = same || (input.filename() == output.filename() && out_dir_id && out_dir_id == file_id(directory_of(input), true));
+    if (same) refuse("output would replace the input " + input.string() + "; choose another -o");
+  }
+  bool exists = ::lstat(output.c_str(), &st) == 0;
+  if (exists) {
+    struct stat target {};
+    if (::stat(output.c_str(), &target) == 0 && S_ISDIR(target.st_mode))
+      refuse("is a directory, not an output file");
+    if (!overwrite) refuse("output exists (use --overwrite to replace it)");
+  }
+}
+
+void print_error(std::string_view line) {
+  std::string text = printable(line, Backslash::keep);
+  text += '\n';
+  std::cerr << text << std::flush;
+}
+
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record,
                       const std::vector<NamedIdentity>& inputs) {
   fs::path dir = path.parent_path();
@@ -218,7 +297,7 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
     if (::link(tmp.c_str(), path.c_str()) != 0) {
       int e = errno;
       ::unlink(tmp.c_str());
-      if (e == EEXIST) throw Error(path.string() + ": output exists (use --overwrite to replace it)");
+      if (e == EEXIST) throw OutputExists(path.string() + ": output exists (use --overwrite to replace it)");
       throw Error(path.string() + ": cannot move output into place: " + std::strerror(e));
     }
     ::unlink(tmp.c_str());
@@ -241,6 +320,7 @@ std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output
 std::optional<std::string> read_attribute(const fs::path& path, const char* name) {
   std::string value(4096, '\0');
   for (int attempt = 0; attempt < 2; ++attempt) {
+    // lgetxattr: a link planted where an output was is not followed to another file.
     ssize_t n = ::lgetxattr(path.c_str(), name, value.data(), value.size());
     if (n >= 0) {
       value.resize(size_t(n));

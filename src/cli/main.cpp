@@ -5,17 +5,20 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <csignal>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <streambuf>
 #include <string>
 
 #include <unistd.h>
 
 #include "check_command.hpp"
 #include "files.hpp"
+#include "printable.hpp"
 #include "report.hpp"
 #include "sweep.hpp"
 #include "tracelane/compact.hpp"
@@ -116,7 +119,7 @@ bool load_rules(Common& common) {
     common.rules = Rules::parse(cli::read_file(common.rules_file), common.rules_file);
     return true;
   } catch (const Error& e) {
-    std::cerr << e.what() << "\n";
+    cli::print_error(e.what());
     return false;
   }
 }
@@ -133,7 +136,8 @@ int run_rules(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(options).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << "tracelane rules: " << e.what() << "\n\n" << options;
+    cli::print_error(std::string("tracelane rules: ") + e.what());
+    std::cerr << "\n" << options;
     return kExitUsage;
   }
   if (vm.count("help") || (!print_defaults && check.empty())) {
@@ -146,12 +150,12 @@ int run_rules(int argc, char** argv) {
   }
   try {
     Rules rules = Rules::parse(cli::read_file(check), check);
-    std::cout << check << ": ok; groups in order:";
-    for (const auto& group : rules.groups()) std::cout << " " << group.id << " (\"" << group.label << "\")";
-    std::cout << "\n";
+    std::string line = check + ": ok; groups in order:";
+    for (const auto& group : rules.groups()) line += " " + group.id + " (\"" + group.label + "\")";
+    std::cout << cli::printable(line) << "\n";
     return kExitOk;
   } catch (const Error& e) {
-    std::cerr << e.what() << "\n";
+    cli::print_error(e.what());
     return kExitUsage;
   }
 }
@@ -170,7 +174,8 @@ int parse(int argc, char** argv, const char* command, po::options_description& o
     po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << "tracelane " << command << ": " << e.what() << "\n\n" << kUsage;
+    cli::print_error(std::string("tracelane ") + command + ": " + e.what());
+    std::cerr << "\n" << kUsage;
     return kExitUsage;
   }
   if (vm.count("help")) {
@@ -192,11 +197,6 @@ bool check_level(int level, const char* command) {
   return true;
 }
 
-bool same_file(const fs::path& a, const fs::path& b) {
-  boost::system::error_code ec;
-  return fs::exists(b, ec) && fs::equivalent(a, b, ec);
-}
-
 int run_compact(int argc, char** argv) {
   Common common;
   bool no_pp_flows = false, force = false;
@@ -209,13 +209,17 @@ int run_compact(int argc, char** argv) {
   if (!check_level(common.level, "compact") || !load_rules(common)) return kExitUsage;
   fs::path input(input_arg);
   fs::path output = common.output.empty() ? cli::default_compact_output(input) : fs::path(common.output);
+  // Every refusal of the output path before the input is read (exit 2). Without -o the
+  // output is beside the input: if their directory is missing, so is the input, and
+  // reading it says so at once (exit 1, as for any missing input).
   boost::system::error_code ec;
-  if (same_file(input, output)) {
-    std::cerr << output.string() << ": output would replace the input; choose another -o\n";
-    return kExitUsage;
-  }
-  if (!common.overwrite && fs::exists(output, ec)) {
-    std::cerr << output.string() << ": output exists (use --overwrite to replace it)\n";
+  fs::path beside = output.parent_path();
+  if (beside.empty()) beside = ".";
+  const bool input_dir_missing = common.output.empty() && !fs::is_directory(beside, ec);
+  try {
+    if (!input_dir_missing) cli::guard_output(output, {input}, common.overwrite);
+  } catch (const cli::OutputRefused& e) {
+    cli::print_error(e.what());
     return kExitUsage;
   }
   try {
@@ -238,8 +242,8 @@ int run_compact(int argc, char** argv) {
       summary.set("status", JsonValue::string("already laned"));
       summary.set("reason", JsonValue::string(compacted.already_laned));
       std::cout << summary.dump(2) << std::endl;
-      std::cerr << input.string() << ": already laned (" << compacted.already_laned
-                << "); nothing written (--force compacts anyway)\n";
+      cli::print_error(input.string() + ": already laned (" + compacted.already_laned +
+                       "); nothing written (--force compacts anyway)");
       return kExitOk;
     }
     std::string text = write_compacted(compacted);
@@ -254,12 +258,15 @@ int run_compact(int argc, char** argv) {
         with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(compact_summary, true));
     std::cout << summary.dump(2) << std::endl;
     return kExitOk;
+  } catch (const cli::OutputRefused& e) {
+    cli::print_error(e.what());  // the output appeared while we worked (write_atomically)
+    return kExitUsage;
   } catch (const Error& e) {
-    std::cerr << e.what() << "\n";
+    cli::print_error(e.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << input.string() << ": out of memory\n";
+    cli::print_error(input.string() + ": out of memory");
   } catch (const std::exception& e) {
-    std::cerr << input.string() << ": " << e.what() << "\n";
+    cli::print_error(input.string() + ": " + e.what());
   }
   return kExitFailed;
 }
@@ -278,16 +285,17 @@ int run_merge(int argc, char** argv) {
   fs::path dir = fs::is_directory(input, ec) ? input : input.parent_path();
   if (dir.empty()) dir = ".";
   fs::path output = common.output.empty() ? dir / cli::kMergedName : fs::path(common.output);
-  if (!common.overwrite && fs::exists(output, ec)) {
-    std::cerr << output.string() << ": output exists (use --overwrite to replace it)\n";
-    return kExitUsage;
-  }
   try {
     Timer timer(common.timings);
     std::vector<fs::path> files = cli::find_rank_files(input);
+    // Against every rank file, before any is read.
+    cli::guard_output(output, files, common.overwrite);
     std::vector<MergeInput> inputs;
+    std::vector<cli::NamedIdentity> identities;  // recorded with the output, as the sweep does
     for (const auto& file : files) {
-      Trace trace = parse_trace(cli::read_trace_bytes(file), file.string());
+      cli::FileIdentity identity;
+      Trace trace = parse_trace(cli::read_trace_bytes(file, &identity), file.string());
+      identities.push_back({file.filename().string(), identity});
       CompactOptions compact_options;
       compact_options.pp_flows = false;
       compact_options.force = force;
@@ -299,8 +307,8 @@ int run_merge(int argc, char** argv) {
         summary.set("status", JsonValue::string("already laned"));
         summary.set("reason", JsonValue::string(inputs.back().compacted.already_laned));
         std::cout << summary.dump(2) << std::endl;
-        std::cerr << file.string() << ": already laned (" << inputs.back().compacted.already_laned
-                  << "); nothing written (--force merges anyway)\n";
+        cli::print_error(file.string() + ": already laned (" + inputs.back().compacted.already_laned +
+                         "); nothing written (--force merges anyway)");
         return kExitOk;
       }
     }
@@ -309,18 +317,18 @@ int run_merge(int argc, char** argv) {
     timer.lap("merge");
     std::string bytes = cli::encode_for(output, std::move(merged.json), common.level);
     timer.lap("compress");
-    cli::write_atomically(output, bytes, common.overwrite);
+    cli::write_atomically(output, bytes, common.overwrite, {}, identities);
     timer.lap("write");
     JsonValue names = JsonValue::array();
     for (const auto& file : files) names.push(JsonValue::string(file.filename().string()));
     std::cout << with_input_output(names, output.string(), merge_summary(merged.summary)).dump(2) << std::endl;
     return kExitOk;
   } catch (const Error& e) {
-    std::cerr << e.what() << "\n";
+    cli::print_error(e.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << input.string() << ": out of memory\n";
+    cli::print_error(input.string() + ": out of memory");
   } catch (const std::exception& e) {
-    std::cerr << input.string() << ": " << e.what() << "\n";
+    cli::print_error(input.string() + ": " + e.what());
   }
   return kExitUsage;  // the original exits 2 on any merge error; scripts rely on it
 }
@@ -349,16 +357,10 @@ void use_huge_pages(char** argv) {
   else unsetenv("GLIBC_TUNABLES");
 }
 
-int main(int argc, char** argv) {
-  // Past RLIMIT_FSIZE (`ulimit -f`), write() fails with EFBIG once SIGXFSZ is ignored,
-  // instead of the signal killing us with a temporary file left behind.
-  std::signal(SIGXFSZ, SIG_IGN);
-  if (argc < 2) {
-    std::cerr << kUsage;
-    return kExitUsage;
-  }
+namespace {
+
+int run_command(int argc, char** argv) {
   std::string command = argv[1];
-  if (command == "compact" || command == "merge" || command == "sweep" || command == "check") use_huge_pages(argv);
   if (command == "--version" || command == "version") {
     std::cout << "tracelane " TRACELANE_VERSION " (commit " TRACELANE_GIT_COMMIT ")\n";
     return kExitOk;
@@ -373,6 +375,82 @@ int main(int argc, char** argv) {
   if (command == "sweep") return cli::run_sweep(argc - 1, argv + 1);
   if (command == "report") return cli::run_report(argc - 1, argv + 1);
   if (command == "check") return cli::run_check(argc - 1, argv + 1);
-  std::cerr << "tracelane: unknown command '" << command << "'\n\n" << kUsage;
+  cli::print_error("tracelane: unknown command '" + command + "'");
+  std::cerr << "\n" << kUsage;
   return kExitUsage;
+}
+
+// Whatever a command prints on stdout (a summary, the default rules, a report) is its
+// result: if it could not be written (a full disk, /dev/full, EIO), the command failed,
+// whichever command it was. std::cout writes through this buffer, which keeps the errno of
+// the first failed write (stdio's and iostream's error flags do not), so the message can
+// say why: "tracelane: standard output: No space left on device".
+class StdoutBuffer : public std::streambuf {
+ public:
+  StdoutBuffer() { setp(buffer_, buffer_ + sizeof buffer_); }
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (drain() != 0) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain(); }
+
+ private:
+  int drain() {
+    const char* p = pbase();
+    while (p < pptr()) {
+      ssize_t n = ::write(STDOUT_FILENO, p, size_t(pptr() - p));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (error_ == 0) error_ = n < 0 ? errno : EIO;
+        setp(buffer_, buffer_ + sizeof buffer_);  // what could not be written is dropped
+        return -1;
+      }
+      p += n;
+    }
+    setp(buffer_, buffer_ + sizeof buffer_);
+    return 0;
+  }
+
+  char buffer_[1 << 16];
+  int error_ = 0;
+};
+
+// Flushes stdout and turns a failed write into exit status 1, unless the command had
+// already failed with its own status, which stands.
+int finish_stdout(int code, StdoutBuffer& buffer) {
+  std::cout.flush();
+  int e = buffer.error();
+  if (e == 0 && (std::fflush(stdout) != 0 || std::ferror(stdout))) e = errno ? errno : EIO;  // stdio, if ever used
+  if (e == 0 && std::cout.bad()) e = EIO;
+  if (e == 0) return code;
+  cli::print_error(std::string("tracelane: standard output: ") + std::strerror(e));
+  return code == kExitOk ? kExitFailed : code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Past RLIMIT_FSIZE (`ulimit -f`), write() fails with EFBIG once SIGXFSZ is ignored,
+  // instead of the signal killing us with a temporary file left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  std::string command = argv[1];
+  if (command == "compact" || command == "merge" || command == "sweep" || command == "check") use_huge_pages(argv);
+  // Never destroyed, so that std::cout's flush at exit finds it even after an exit() call.
+  // std::cout is written from the main thread only (workers report on stderr).
+  static StdoutBuffer* stdout_buffer = new StdoutBuffer;
+  std::streambuf* stdio_buffer = std::cout.rdbuf(stdout_buffer);
+  int code = finish_stdout(run_command(argc, argv), *stdout_buffer);
+  std::cout.rdbuf(stdio_buffer);
+  return code;
 }

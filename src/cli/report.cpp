@@ -750,7 +750,8 @@ namespace {
 // Whether `output` would replace one of `inputs`: the same name (absolute, normalised, and
 // with symlinked directories resolved), or the same file (device and inode, following
 // links: a symlink or a hard link to an input). The input that it is, if any.
-// TODO(lead): the general output guard of files.cpp takes this over.
+// Kept beside guard_output (files.cpp): it also resolves symlinked directories in the
+// path, which matters for a report directory given by hand.
 std::optional<fs::path> output_is_an_input(const fs::path& output, const std::vector<fs::path>& inputs) {
   boost::system::error_code ec;
   auto normal = [&](const fs::path& path) { return fs::absolute(path, ec).lexically_normal(); };
@@ -846,6 +847,17 @@ int run_report(int argc, char** argv) {
       std::cerr << shown(output.string()) << ": is the input " << shown(input->string())
                 << " (not overwritten; give another --report-dir)\n";
       return 2;
+    }
+    // And the guard every writing command goes through (a directory under the name, a
+    // link to an input), where the directory exists already (else it is made below).
+    boost::system::error_code ec;
+    if (fs::is_directory(out_dir, ec)) {
+      try {
+        guard_output(output, files, true);
+      } catch (const OutputRefused& e) {
+        print_error(std::string(e.what()) + " (not overwritten; give another --report-dir)");
+        return 2;
+      }
     }
   }
   std::vector<Report> partials;

@@ -190,7 +190,12 @@ struct Walker {
         continue;
       }
       long long rank = 0;
-      if (!is_sweep_input_name(name, &rank)) continue;
+      if (!is_sweep_input_name(name, &rank)) {
+        // Named like a rank file, but its number does not fit: said, never silently left out.
+        if (is_sweep_input_name(name, nullptr))
+          problem(join(rel, name), "rank number too large (not read as a rank)", false);
+        continue;
+      }
       if (!S_ISREG(entry.st_mode)) {
         problem(join(rel, name), "not a regular file (not read as a rank)", false);
         continue;
@@ -843,6 +848,9 @@ class Sweep {
     task.started = std::chrono::steady_clock::now();
     task.requeued = false;
     try {
+      // The guard every writing command goes through (a planted link or hard link from the
+      // output's name to the input is refused, and the row says so).
+      if (task.write_output) guard_output(task.output, {task.file->path}, true);
       ReadOptions read;
       read.regular_only = true;
       read.max_bytes = task.estimate;  // what the budget admitted: never hold more
@@ -961,6 +969,9 @@ class Sweep {
       Row done = row;  // the row only once the output is in place
       std::vector<MergeInput> inputs;
       std::vector<NamedIdentity> identities;  // every rank, as read
+      std::vector<fs::path> rank_paths;
+      for (size_t r : iteration.ranks) rank_paths.push_back(ranks_[r]->file->path);
+      guard_output(iteration.merged_output, rank_paths, true);
       for (size_t r : iteration.ranks) {
         RankTask& task = *ranks_[r];
         identities.push_back({task.file->path.filename().string(), task.read_identity});
@@ -1034,7 +1045,7 @@ int run_sweep(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << "tracelane sweep: " << e.what() << "\n" << kSweepUsage;
+    std::cerr << "tracelane sweep: " << printable(e.what()) << "\n" << kSweepUsage;
     return kExitUsage;
   }
   if (vm.count("help")) {

@@ -74,6 +74,19 @@ TEST(SweepDiscovery, ReportsASymlinkLoopAndGoesOn) {
   EXPECT_FALSE(found.problems[0].failure);
 }
 
+TEST(SweepDiscovery, AFileNamedLikeARankWhoseNumberDoesNotFitIsAWarningNotSilence) {
+  TempTree tree;
+  tree.file("it/rank0_trace.json");
+  tree.file("it/rank99999999999999999999_trace.json");
+  Discovery found = discover(tree.root);
+  ASSERT_EQ(found.iterations.size(), 1u);
+  EXPECT_EQ(found.iterations[0].ranks.size(), 1u);
+  ASSERT_EQ(found.problems.size(), 1u);
+  EXPECT_EQ(found.problems[0].rel, "it/rank99999999999999999999_trace.json");
+  EXPECT_NE(found.problems[0].reason.find("rank number too large"), std::string::npos);
+  EXPECT_FALSE(found.problems[0].failure);
+}
+
 TEST(SweepDiscovery, ReportsAnUnreadableDirectoryAsAFailure) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads every directory";
   TempTree tree;
