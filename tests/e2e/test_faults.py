@@ -339,9 +339,19 @@ def test_concurrent_sweeps(env, work):
     root = os.path.join(work, "tree")
     make_tree(root, env.args.gen)
     first = sweep_proc(env, root)
-    # wait until the first one holds the tree (its lock file exists and it is still running)
+    # wait until the first one holds the tree: its pid is in the lock file, which it writes
+    # only once it holds the flock (the file alone may exist a moment before that, and a
+    # second sweep started then could take the lock first)
+    lock_file = os.path.join(root, ".tracelane.lock")
+
+    def holds_lock():
+        try:
+            with open(lock_file) as f:
+                return f.read().strip().split()[:1] == [str(first.pid)]
+        except (OSError, ValueError):
+            return False
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and first.poll() is None and not os.path.exists(os.path.join(root, ".tracelane.lock")):
+    while time.monotonic() < deadline and first.poll() is None and not holds_lock():
         time.sleep(0.005)
     second = env.run("sweep", root, "--jobs", "1")
     out, err = first.communicate(timeout=600)
