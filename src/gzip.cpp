@@ -185,6 +185,11 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
     }
     ++member;
   }
+  // The buffer's 64 bytes of padding may have taken a few bytes beyond what was admitted.
+  if (out_size > max_bytes)
+    throw LargerThanAdmitted(std::string(source) + ": decompresses to more than the " + std::to_string(max_bytes) +
+                                 " bytes admitted",
+                             out_size);
   out.resize(out_size);
   return out;
 }

@@ -22,7 +22,8 @@
 namespace tracelane::cli {
 
 FileIdentity identity_of(const struct stat& st) {
-  return {st.st_dev, st.st_ino, uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec), long(st.st_mtim.tv_nsec)};
+  return {st.st_dev, st.st_ino, uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec), long(st.st_mtim.tv_nsec),
+          mode_t(st.st_mode & 07777)};
 }
 
 std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOptions& options) {
@@ -30,7 +31,7 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
   // shared tree) returns at once instead of hanging the sweep; it then reads as empty. A
   // device is never read (opening one is harmless with O_NONBLOCK; reading /dev/zero is
   // not). Regular files and pipes are then read blocking, as usual.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (options.no_follow ? O_NOFOLLOW : 0));
   if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
   struct FdCloser {
     int fd;
@@ -254,8 +255,13 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
   std::string tmp_name = "." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
                          std::to_string(device() % 1000000);
   fs::path tmp = dir / tmp_name;
+  // Never more readable than the inputs it was made from: a private trace read through a
+  // link must not become a world-readable copy in a shared directory.
+  mode_t mode = 0644;
+  for (const NamedIdentity& input : inputs)
+    if (input.identity.mode != 0) mode &= input.identity.mode | 0600;
   // O_EXCL never opens an existing file, nor follows a symlink planted under the name.
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) throw Error(path.string() + ": cannot create output: " + std::strerror(errno));
   size_t done = 0;
   while (done < bytes.size()) {
@@ -277,14 +283,16 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
   if (!inputs.empty()) {
     struct stat st {};
     if (::fstat(fd, &st) == 0) {
-      std::string text = format_inputs(inputs, st.st_dev);
+      std::string text = inputs_record(inputs, st.st_dev);
       (void)::fsetxattr(fd, kInputsAttribute, text.data(), text.size(), 0);
     }
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
+  // Both, always: a failed fsync must not leak the descriptor.
+  int synced = ::fsync(fd), sync_error = errno;
+  int closed = ::close(fd), close_error = errno;
+  if (synced != 0 || closed != 0) {
     ::unlink(tmp.c_str());
-    throw Error(path.string() + ": cannot write output: " + std::strerror(e));
+    throw Error(path.string() + ": cannot write output: " + std::strerror(synced != 0 ? sync_error : close_error));
   }
   if (overwrite) {
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -315,6 +323,22 @@ std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output
            std::to_string(id.mtime_s) + "." + nanos + "\n";
   }
   return out;
+}
+
+std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output_device) {
+  std::string text = format_inputs(inputs, output_device);
+  if (text.size() <= kInputsRecordTextMax) return text;
+  // Two FNV-1a 64-bit hashes from different bases: a digest against accidents (a changed
+  // rank among hundreds), not against someone who can set our attributes anyway.
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (unsigned char c : text) {
+    a = (a ^ c) * 0x100000001b3ull;
+    b = (b ^ c) * 0x100000001b3ull;
+    b ^= b >> 29;
+  }
+  char hex[40];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  return "digest " + std::string(hex) + " of " + std::to_string(inputs.size()) + " inputs\n";
 }
 
 std::optional<std::string> read_attribute(const fs::path& path, const char* name) {

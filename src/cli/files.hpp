@@ -27,7 +27,13 @@ struct FileIdentity {
   uint64_t size = 0;
   int64_t mtime_s = 0;
   long mtime_ns = 0;
-  bool operator==(const FileIdentity&) const = default;
+  // Not part of the identity (a chmod changes no byte): the permission bits, so that an
+  // output is never more readable than what it was made from.
+  mode_t mode = 0;
+  bool operator==(const FileIdentity& other) const {
+    return device == other.device && inode == other.inode && size == other.size && mtime_s == other.mtime_s &&
+           mtime_ns == other.mtime_ns;
+  }
 };
 FileIdentity identity_of(const struct stat& st);
 
@@ -44,6 +50,9 @@ struct ReadOptions {
   // LargerThanAdmitted (gzip.hpp) beyond this many bytes, the decompressed size for gzip:
   // no more than that is ever held.
   uint64_t max_bytes = UINT64_MAX;
+  // O_NOFOLLOW: the name was a regular file when it was found; a symlink swapped in since
+  // is refused, not followed.
+  bool no_follow = false;
 };
 
 // Reads a whole file. With `identity`, it is the identity of the file read (taken from the
@@ -115,6 +124,13 @@ inline const char* kInputsAttribute = "user.tracelane.inputs";
 // is written "=" when it is the output's own device: an NFS client numbers devices per
 // mount, so a raw number would make every rerun on another node redo everything.
 std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output_device);
+// What is stored as kInputsAttribute: format_inputs' text while it is at most
+// kInputsRecordTextMax bytes (a person can read it with getfattr), else a 128-bit digest of
+// that text ("digest <hex> of <n> inputs"). A merge of hundreds of ranks would otherwise
+// not fit beside the report row in the ~4 KiB of attributes ext4 and Lustre give an inode,
+// and a record that was never stored makes every later sweep redo the merge.
+inline constexpr size_t kInputsRecordTextMax = 2048;
+std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output_device);
 // The attribute `name` of `path` itself (never of a symlink's target), or nothing (no
 // such attribute, none readable, or larger than 1 MiB).
 std::optional<std::string> read_attribute(const fs::path& path, const char* name);

@@ -294,7 +294,11 @@ int run_merge(int argc, char** argv) {
     std::vector<cli::NamedIdentity> identities;  // recorded with the output, as the sweep does
     for (const auto& file : files) {
       cli::FileIdentity identity;
-      Trace trace = parse_trace(cli::read_trace_bytes(file, &identity), file.string());
+      // Found by listing a directory others may write: regular files only (a FIFO planted
+      // under a rank name must not hang an unattended merge).
+      cli::ReadOptions read;
+      read.regular_only = true;
+      Trace trace = parse_trace(cli::read_trace_bytes(file, &identity, read), file.string());
       identities.push_back({file.filename().string(), identity});
       CompactOptions compact_options;
       compact_options.pp_flows = false;

@@ -864,7 +864,12 @@ int run_report(int argc, char** argv) {
   std::vector<std::string> unreadable;
   for (const fs::path& file : inputs) {
     try {
-      partials.push_back(parse_report_json(read_file(file), file.string()));
+      // A partial report comes from another node: a regular file, and no larger than any
+      // real report (a row is ~1 KB; kMaxPartialReportBytes holds a million of them).
+      ReadOptions read;
+      read.regular_only = true;
+      read.max_bytes = kMaxPartialReportBytes;
+      partials.push_back(parse_report_json(read_file(file, nullptr, read), file.string()));
     } catch (const Error& e) {
       unreadable.push_back(e.what());
     }

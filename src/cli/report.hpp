@@ -24,6 +24,8 @@ inline constexpr int kReportSchemaVersion = 2;
 // may claim: far above any cluster's array size, small enough that a typo (0/100000000)
 // cannot make `report --combine` spend memory or log on the shards it did not get.
 inline constexpr int kMaxShards = 100000;
+// The largest partial report `report --combine` reads (1 GiB).
+inline constexpr uint64_t kMaxPartialReportBytes = uint64_t(1) << 30;
 
 // Long lists (missing shards, failed shards, iterations) are printed and stored as their
 // first kListLimit items, then "... and N more".

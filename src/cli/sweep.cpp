@@ -177,11 +177,15 @@ struct Walker {
       struct stat entry {};
       if (::fstatat(fd, name.c_str(), &entry, 0) != 0) {  // follows links, as entering does
         int e = errno;
+        struct stat link {};
         if (e == ELOOP)
           problem(join(rel, name), "symlink loop (not followed)", false);
-        else if (e != ENOENT)  // ENOENT: a dangling link, or gone since the listing
+        else if (e != ENOENT)
           problem(join(rel, name), std::string("cannot examine: ") + std::strerror(e), true);
-        continue;
+        else if (is_sweep_input_name(name, nullptr) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0)
+          // A rank that names no file: said, so a merge with one rank fewer is never a surprise.
+          problem(join(rel, name), "dangling symlink (not read as a rank)", false);
+        continue;  // else gone since the listing
       }
       if (S_ISDIR(entry.st_mode)) {
         if (is_sweep_input_name(name, nullptr))
@@ -190,6 +194,15 @@ struct Walker {
         continue;
       }
       long long rank = 0;
+      struct stat link {};
+      bool through_link = !S_ISDIR(entry.st_mode) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+                          S_ISLNK(link.st_mode);
+      if (through_link && is_sweep_input_name(name, nullptr) && link.st_uid != ::geteuid()) {
+        // Another user's link could make us read (with our rights) a file they cannot, and
+        // write its compacted copy where they can read it.
+        problem(join(rel, name), "symlink owned by another user (not followed)", false);
+        continue;
+      }
       if (!is_sweep_input_name(name, &rank)) {
         // Named like a rank file, but its number does not fit: said, never silently left out.
         if (is_sweep_input_name(name, nullptr))
@@ -212,6 +225,7 @@ struct Walker {
       }
       RankFile file{dir / name, rank, size, estimate};
       file.identity = identity_of(entry);
+      file.through_link = through_link;
       iteration.ranks.push_back(std::move(file));
     }
     if (!iteration.ranks.empty()) {
@@ -328,7 +342,7 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   return uint64_t(value);
 }
 
-uint64_t default_memory_budget() {
+uint64_t memory_limit() {
   uint64_t memory = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGE_SIZE));
   // Slurm confines a job with a cgroup; its limit, when set, is what the job may use.
   for (const char* file : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
@@ -338,8 +352,10 @@ uint64_t default_memory_budget() {
       if (auto limit = parse_byte_size(text); limit && *limit < memory) memory = *limit;
     }
   }
-  return std::max<uint64_t>(memory / 2, 64ull << 20);
+  return memory;
 }
+
+uint64_t default_memory_budget() { return std::max<uint64_t>(memory_limit() / 2, 64ull << 20); }
 
 int default_jobs() {
   if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
@@ -456,7 +472,10 @@ bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inpu
   struct stat st {};
   if (::lstat(output.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   auto recorded = read_attribute(output, kInputsAttribute);
-  return recorded && *recorded == format_inputs(named(inputs), st.st_dev);
+  // Ours only: another user's file under an output's name, whatever its attributes say,
+  // is never reported as our up-to-date result.
+  if (st.st_uid != ::geteuid()) return false;
+  return recorded && *recorded == inputs_record(named(inputs), st.st_dev);
 }
 int64_t size_of(const fs::path& path) {
   struct stat st {};
@@ -688,6 +707,17 @@ class Sweep {
         for (const RankFile& file : dir.ranks) input_bytes += int64_t(file.bytes_on_disk);
         row.set("input_bytes", input_bytes);
         if (!iteration->merge) mark_skipped(row, iteration->merged_output);
+        if (iteration->merge) {
+          // The guard, before any rank is read for the merge (again before writing it).
+          std::vector<fs::path> rank_paths;
+          for (const RankFile& file : dir.ranks) rank_paths.push_back(file.path);
+          try {
+            guard_output(iteration->merged_output, rank_paths, true);
+          } catch (const OutputRefused& e) {
+            iteration->merge = false;
+            row.set("status", std::string("failed")).set("error", std::string(e.what()));
+          }
+        }
       }
       for (const RankFile& file : dir.ranks) {
         auto task = std::make_unique<RankTask>();
@@ -851,8 +881,13 @@ class Sweep {
       // The guard every writing command goes through (a planted link or hard link from the
       // output's name to the input is refused, and the row says so).
       if (task.write_output) guard_output(task.output, {task.file->path}, true);
+      if (task.estimate > memory_limit_)
+        throw Error(task.file->path.string() + ": decompresses to about " + std::to_string(task.estimate) +
+                    " bytes, more than this machine's or job's memory (" + std::to_string(memory_limit_) +
+                    " bytes); not read");
       ReadOptions read;
       read.regular_only = true;
+      read.no_follow = !task.file->through_link;
       read.max_bytes = task.estimate;  // what the budget admitted: never hold more
       std::string json;
       try {
@@ -869,6 +904,12 @@ class Sweep {
       // Back to the budget with the better estimate (at least double: see Admission).
       if (++task.requeues > kMaxRequeues) {
         fail(task, std::string(e.what()) + " (still growing after " + std::to_string(kMaxRequeues) + " new estimates)");
+      } else if (e.estimate > memory_limit_) {
+        // A file "larger than the budget runs alone", but one that cannot fit in the
+        // machine's (or the job's) memory at all (a gzip bomb) would only get the whole
+        // sweep OOM-killed, report and all: fail it instead.
+        fail(task, std::string(e.what()) + ": decompresses to more than this machine's or job's memory (" +
+                       std::to_string(memory_limit_) + " bytes); not read");
       } else {
         task.estimate = std::max(e.estimate, task.estimate * 2);
         task.requeued = true;
@@ -1010,6 +1051,7 @@ class Sweep {
   std::vector<std::unique_ptr<RankTask>> ranks_;
   std::vector<std::unique_ptr<IterationTask>> iterations_;
   Progress* progress_ = nullptr;
+  const uint64_t memory_limit_ = memory_limit();
 };
 
 const char* kSweepUsage = "usage: tracelane sweep ROOT [options]\n";
@@ -1085,6 +1127,20 @@ int run_sweep(int argc, char** argv) {
   }
   if (options.level < 0 || options.level > 12) return usage_error("--level must be between 0 and 12");
   options.report_dir = report_dir.empty() ? options.root : fs::path(report_dir);
+  if (!options.dry_run) {
+    // The report's place is checked before any work, not after hours of it.
+    boost::system::error_code made;
+    fs::create_directories(options.report_dir, made);
+    std::optional<std::pair<int, int>> report_shard;
+    if (options.shard) report_shard = std::pair<int, int>{options.shard->index, options.shard->count};
+    for (const char* extension : {".json", ".csv"}) {
+      try {
+        guard_output(options.report_dir / (report_base_name(report_shard) + extension), {}, true);
+      } catch (const OutputRefused& e) {
+        return usage_error(std::string(e.what()) + " (--report-dir)");
+      }
+    }
+  }
 
   TreeLock lock;  // held until the report is written
   if (!options.dry_run) {

@@ -26,6 +26,7 @@ struct RankFile {
   uint64_t bytes_on_disk = 0;
   uint64_t bytes_uncompressed = 0;  // estimate: the gzip trailer's ISIZE, else bytes_on_disk
   FileIdentity identity;            // as discovery saw it (stat through the name)
+  bool through_link = false;        // the name is a symlink (of ours) to the file
 };
 
 // A directory holding one or more rank<N>_trace.json[.gz] files.
@@ -93,6 +94,8 @@ inline bool shard_takes(const Shard& shard, size_t position) {
 std::optional<uint64_t> parse_byte_size(std::string_view text);
 // Half of the machine's memory, or of the cgroup (Slurm job) limit when that is smaller.
 uint64_t default_memory_budget();
+// The machine's memory, or the cgroup's (Slurm's) limit when lower.
+uint64_t memory_limit();
 // SLURM_CPUS_PER_TASK when set, else the cores this process may run on.
 int default_jobs();
 

@@ -235,6 +235,43 @@ def test_stale_temporaries_are_only_our_regular_files(env, work):
     checks.equal(open(victim, "rb").read(), b"precious\n", "the symlink's target")
 
 
+def test_report_dir_and_merged_output_are_guarded_before_any_work(env, work):
+    """A --report-dir that is a file is a usage error before anything is read or written; a
+    directory planted under the merged output's name fails that merge row (before its ranks
+    are read for it) and the ranks' own outputs are still written."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    it = os.path.join(root, "it")
+    write(os.path.join(it, "rank0_trace.json"), rank_trace(0, 50))
+    write(os.path.join(it, "rank1_trace.json"), rank_trace(1, 50))
+    not_a_dir = write(os.path.join(work, "report-file"), b"x")
+    result = env.sweep(root, "--quiet", "--report-dir", not_a_dir)
+    checks.equal(result.returncode, 2, f"--report-dir naming a file: {e2e.describe(result)}")
+    checks.check(not os.path.exists(os.path.join(it, "rank0_trace_compacted.json")),
+                 "nothing was written before the report directory was refused")
+    os.mkdir(os.path.join(it, MERGED))
+    result = env.sweep(root, "--quiet")
+    checks.equal(result.returncode, 1, f"sweep with a directory under the merged name: {e2e.describe(result)}")
+    rows = json.load(open(os.path.join(root, "tracelane_report.json")))["rows"]
+    merge_rows = [r for r in rows if r["kind"] == "merge"]
+    checks.check(len(merge_rows) == 1 and merge_rows[0]["status"] == "failed" and "directory" in merge_rows[0]["error"],
+                 f"the merge row: {merge_rows}")
+    checks.check(all(r["status"] == "ok" for r in rows if r["kind"] == "file"), f"the file rows: {rows}")
+    checks.check(os.path.isdir(os.path.join(it, MERGED)), "the planted directory is left alone")
+
+
+def test_outputs_are_no_more_readable_than_their_inputs(env, work):
+    """A private (0600) rank file gives a private output, even where the umask allows more."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    rank = write(os.path.join(root, "it", "rank0_trace.json"), rank_trace(0, 50))
+    os.chmod(rank, 0o600)
+    result = env.sweep(root, "--quiet")
+    checks.equal(result.returncode, 0, f"sweep: {e2e.describe(result)}")
+    mode = os.stat(os.path.join(root, "it", "rank0_trace_compacted.json")).st_mode & 0o777
+    checks.equal(mode & 0o077, 0, f"the output's mode {oct(mode)}")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("sweep_hostile")
@@ -248,6 +285,8 @@ def main():
         test_shard_count_is_bounded,
         test_names_reach_the_terminal_printable,
         test_stale_temporaries_are_only_our_regular_files,
+        test_report_dir_and_merged_output_are_guarded_before_any_work,
+        test_outputs_are_no_more_readable_than_their_inputs,
     ])
 
 

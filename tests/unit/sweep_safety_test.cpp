@@ -167,6 +167,50 @@ TEST(InputsRecord, IsStoredWithTheOutputAndNamesTheDeviceRelativeToIt) {
   EXPECT_NE(format_inputs({{"rank3_trace.json", elsewhere}}, identity.device), *recorded);
 }
 
+TEST(InputsRecord, AMergeOfHundredsOfRanksStillFitsAndTellsOneChangedRankApart) {
+  Scratch tree;
+  fs::path input = tree.file("rank0_trace.json", "{}");
+  FileIdentity identity;
+  read_file(input, &identity);
+  std::vector<NamedIdentity> ranks;
+  for (int r = 0; r < 512; ++r) {
+    FileIdentity id = identity;
+    id.inode += ino_t(r);
+    ranks.push_back({"rank" + std::to_string(r) + "_trace.json.gz", id});
+  }
+  ASSERT_GT(format_inputs(ranks, identity.device).size(), kInputsRecordTextMax);
+  std::string record = inputs_record(ranks, identity.device);
+  EXPECT_LT(record.size(), 100u) << record;
+  fs::path output = tree.root / "pp_traces_merged_compacted.json.gz";
+  write_atomically(output, "{}", false, row_record(Row(RowKind::merge)), ranks);
+  auto stored = read_attribute(output, kInputsAttribute);
+  ASSERT_TRUE(stored) << "a 512-rank record must be stored beside the report row";
+  EXPECT_EQ(*stored, record);
+  ranks[300].identity.size += 1;  // one rank rewritten
+  EXPECT_NE(inputs_record(ranks, identity.device), record);
+}
+
+TEST(WriteAtomically, AnOutputIsNeverMoreReadableThanItsInputs) {
+  Scratch tree;
+  fs::path input = tree.file("rank0_trace.json", "{}");
+  ASSERT_EQ(::chmod(input.c_str(), 0600), 0);
+  FileIdentity identity;
+  read_file(input, &identity);
+  fs::path output = tree.root / "rank0_trace_compacted.json";
+  write_atomically(output, "{}", false, {}, {{"rank0_trace.json", identity}});
+  struct stat st {};
+  ASSERT_EQ(::stat(output.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u) << std::oct << (st.st_mode & 07777);
+}
+
+TEST(ReadLimit, AGzipDecompressingToAFewBytesMoreThanAdmittedIsRefused) {
+  std::string text(100000, 'x');
+  std::string gz = tracelane::gzip_compress(text, 1);
+  EXPECT_EQ(tracelane::gunzip(gz, "t.gz", text.size()).size(), text.size());
+  for (uint64_t short_by : {1, 10, 63, 64})
+    EXPECT_THROW(tracelane::gunzip(gz, "t.gz", text.size() - short_by), tracelane::LargerThanAdmitted) << short_by;
+}
+
 TEST(ReadLimit, AMultiMemberGzipLargerThanAdmittedIsStoppedAndReadWithABetterEstimate) {
   Scratch tree;
   // A big first member and a tiny last one: the trailer's ISIZE says 2 bytes.

@@ -87,6 +87,37 @@ TEST(SweepDiscovery, AFileNamedLikeARankWhoseNumberDoesNotFitIsAWarningNotSilenc
   EXPECT_FALSE(found.problems[0].failure);
 }
 
+TEST(SweepDiscovery, ADanglingRankSymlinkIsAWarningNotSilence) {
+  TempTree tree;
+  tree.file("it/rank0_trace.json");
+  fs::create_symlink("nowhere/rank1_trace.json", tree.root / "it/rank1_trace.json");
+  Discovery found = discover(tree.root);
+  ASSERT_EQ(found.iterations.size(), 1u);
+  EXPECT_EQ(found.iterations[0].ranks.size(), 1u);
+  ASSERT_EQ(found.problems.size(), 1u);
+  EXPECT_EQ(found.problems[0].rel, "it/rank1_trace.json");
+  EXPECT_NE(found.problems[0].reason.find("dangling symlink"), std::string::npos);
+}
+
+TEST(SweepDiscovery, ARankSymlinkOwnedByAnotherUserIsNotFollowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to give a link to another user";
+  TempTree tree;
+  tree.file("private/secret.json", "{\"traceEvents\": []}");
+  tree.file("it/rank0_trace.json");
+  fs::create_symlink(tree.root / "private/secret.json", tree.root / "it/rank1_trace.json");
+  ASSERT_EQ(::lchown((tree.root / "it/rank1_trace.json").c_str(), 65534, 65534), 0);
+  fs::create_symlink(tree.root / "it/rank0_trace.json", tree.root / "it/rank2_trace.json");  // ours: followed
+  Discovery found = discover(tree.root);
+  ASSERT_EQ(found.iterations.size(), 1u);
+  ASSERT_EQ(found.iterations[0].ranks.size(), 2u);
+  EXPECT_EQ(found.iterations[0].ranks[1].rank, 2);
+  EXPECT_TRUE(found.iterations[0].ranks[1].through_link);
+  EXPECT_FALSE(found.iterations[0].ranks[0].through_link);
+  ASSERT_EQ(found.problems.size(), 1u);
+  EXPECT_EQ(found.problems[0].rel, "it/rank1_trace.json");
+  EXPECT_NE(found.problems[0].reason.find("owned by another user"), std::string::npos);
+}
+
 TEST(SweepDiscovery, ReportsAnUnreadableDirectoryAsAFailure) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads every directory";
   TempTree tree;
