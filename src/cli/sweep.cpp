@@ -397,13 +397,20 @@ std::vector<size_t> Admission::admit() {
   return started;
 }
 
-void Admission::finish_job(size_t id) {
+std::optional<Admission::Job> Admission::stop(size_t id) {
   auto it = started_.find(id);
-  if (it == started_.end()) return;
+  if (it == started_.end()) return std::nullopt;
   Job job = it->second;
   started_.erase(it);
   in_flight_ -= job.transient;
   running_--;
+  return job;
+}
+
+void Admission::finish_job(size_t id) {
+  std::optional<Job> stopped = stop(id);
+  if (!stopped) return;
+  const Job& job = *stopped;
   if (job.group != SIZE_MAX) {
     Group& group = groups_[job.group];
     if (++group.finished == group.jobs) merging_++;
@@ -419,12 +426,9 @@ void Admission::finish_group(size_t id) {
 }
 
 void Admission::requeue(size_t id, uint64_t transient, uint64_t group_reserve) {
-  auto it = started_.find(id);
-  if (it == started_.end()) return;
-  Job job = it->second;
-  started_.erase(it);
-  in_flight_ -= job.transient;
-  running_--;
+  std::optional<Job> stopped = stop(id);
+  if (!stopped) return;
+  Job job = *stopped;
   job.transient = transient;
   if (job.group != SIZE_MAX) {
     Group& group = groups_[job.group];

@@ -149,6 +149,8 @@ class Admission {
     uint64_t reserve = 0;  // what the group needs
     uint64_t held = 0;     // what it holds of the budget (its reserve as of its last start)
   };
+  // A started job leaves the running set, its transient cost back in the budget.
+  std::optional<Job> stop(size_t id);
   uint64_t budget_;
   uint64_t in_flight_ = 0;
   size_t running_ = 0, merging_ = 0;

@@ -311,3 +311,25 @@ def run_tests(checks, context, prefix, tests):
             test(context, sub)
             print(f"    {'ok' if len(checks.failures) == failures else 'FAILED'}", flush=True)
     return checks.finish()
+
+
+def kernel_event(pid, stream, ts, dur, name="k"):
+    """One kernel slice as Kineto writes it (text), on `stream`."""
+    return (f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": {pid}, "tid": {stream}, "ts": {ts}, '
+            f'"dur": {dur}, "args": {{"stream": {stream}, "correlation": 1}}}}')
+
+
+def synthetic_rank_trace(rank, kernels, name=lambda i: f"k{i % 13}"):
+    """A small rank trace (bytes): `kernels` kernels 0.75 us apart on five streams, with
+    baseTimeNanoseconds and distributedInfo for `rank`."""
+    events = [kernel_event(0, 7 + i % 5, f"{1000 + i * 0.75:.3f}", "1.000", name(i)) for i in range(kernels)]
+    return ('{"schemaVersion": 1, "baseTimeNanoseconds": %d, "distributedInfo": {"rank": %d, "backend": "nccl"}, '
+            '"traceEvents": [\n%s\n]}' % (1_700_000_000_000_000_000 + rank * 1234, rank, ",\n".join(events))).encode()
+
+
+def write_file(path, data):
+    """Writes `data` (bytes) to `path`, making its directories; returns `path`."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return path

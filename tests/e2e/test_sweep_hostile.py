@@ -19,23 +19,11 @@ import e2e_common as e2e  # noqa: E402
 MERGED = "pp_traces_merged_compacted.json.gz"
 
 
-def kernel(pid, stream, ts, dur, name="k"):
-    return (f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": {pid}, "tid": {stream}, "ts": {ts}, '
-            f'"dur": {dur}, "args": {{"stream": {stream}, "correlation": 1}}}}')
-
-
 def rank_trace(rank, kernels):
-    events = [kernel(0, 7 + i % 5, f"{1000 + i * 0.75:.3f}", "1.000", f"k{i % 13}_{i % 1009}")
-              for i in range(kernels)]
-    return ('{"schemaVersion": 1, "baseTimeNanoseconds": %d, "distributedInfo": {"rank": %d, "backend": "nccl"}, '
-            '"traceEvents": [\n%s\n]}' % (1_700_000_000_000_000_000 + rank * 1234, rank, ",\n".join(events))).encode()
+    return e2e.synthetic_rank_trace(rank, kernels, name=lambda i: f"k{i % 13}_{i % 1009}")
 
 
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as handle:
-        handle.write(data)
-    return path
+write = e2e.write_file
 
 
 def report(root):
