@@ -79,10 +79,18 @@ const std::vector<Column> kColumns = {
     {"error", T, F | M | P, false, false},
 };
 
+// The largest real a report holds (seconds, ratios): 1e15 s is 31 million years. Beyond
+// it, "%.3f" would write hundreds of digits, a number JSON readers (simdjson) refuse.
+constexpr double kMaxReal = 1e15;
+
 std::string format_real(double value, int decimals) {
   if (!std::isfinite(value)) return "";
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  char buffer[400];
+  // A sum of many reals may pass kMaxReal: the exponent form, which every reader takes.
+  if (std::fabs(value) >= kMaxReal)
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;
 }
 
@@ -128,7 +136,8 @@ std::variant<Cell, std::string> cell_from_json(simdjson::dom::element value, con
   }
   double number;
   if (value.get(number)) return std::string("expected a number");
-  if (!std::isfinite(number) || number < 0) return std::string("expected a finite non-negative number");
+  if (!std::isfinite(number) || number < 0 || number > kMaxReal)
+    return std::string("expected a finite non-negative number of at most 1e15");
   return Cell(rounded(number, column.decimals));
 }
 
@@ -559,8 +568,8 @@ RunInfo read_run(const ReportReader& reader, simdjson::dom::element item, const 
   }
   double wall = 0;
   simdjson::dom::element seconds = reader.required(members, "wall_seconds", where);
-  if (seconds.get(wall) || !std::isfinite(wall) || wall < 0)
-    reader.fail(where + ".wall_seconds", "expected a finite non-negative number, got " + excerpt(seconds));
+  if (seconds.get(wall) || !std::isfinite(wall) || wall < 0 || wall > kMaxReal)
+    reader.fail(where + ".wall_seconds", "expected a finite non-negative number of at most 1e15, got " + excerpt(seconds));
   run.wall_seconds = rounded(wall, 3);
   run.jobs = int(reader.integer(reader.required(members, "jobs", where), where + ".jobs", INT_MAX));
   run.memory_budget_bytes =

@@ -142,6 +142,9 @@ TEST(ReportReader, RefusesACorruptPartialReportNamingTheField) {
       {R"("shard": "0/2")", R"("shard": "-1/2")", "runs[0].shard"},
       {R"("jobs": 2)", R"("jobs": 4294967296)", "runs[0].jobs: expected an integer from 0 to 2147483647"},
       {R"("wall_seconds": 1.500)", R"("wall_seconds": -1)", "runs[0].wall_seconds"},
+      // fuzz_report: 1e308 was accepted, then written as 309 digits no JSON reader takes.
+      {R"("wall_seconds": 1.500)", R"("wall_seconds": 1e308)", "runs[0].wall_seconds"},
+      {R"("compaction_ratio": 2.5000)", R"("compaction_ratio": 1e308)", "rows[0].compaction_ratio: expected a finite"},
       {R"("files": 1)", R"("files": 2)", "totals.files: 2 does not match the rows (1)"},
       {R"("files": 1,)", R"("files": 1, "extra": 1,)", "totals.extra: unknown key"},
       {R"("root": "/data/outputs")", R"("root": null)", "root: expected a string"},
