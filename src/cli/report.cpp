@@ -756,30 +756,6 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
 
 namespace {
 
-// Whether `output` would replace one of `inputs`: the same name (absolute, normalised, and
-// with symlinked directories resolved), or the same file (device and inode, following
-// links: a symlink or a hard link to an input). The input that it is, if any.
-// Kept beside guard_output (files.cpp): it also resolves symlinked directories in the
-// path, which matters for a report directory given by hand.
-std::optional<fs::path> output_is_an_input(const fs::path& output, const std::vector<fs::path>& inputs) {
-  boost::system::error_code ec;
-  auto normal = [&](const fs::path& path) { return fs::absolute(path, ec).lexically_normal(); };
-  auto canonical = [&](const fs::path& path) {
-    fs::path resolved = fs::weakly_canonical(fs::absolute(path, ec), ec);
-    return ec ? normal(path) : resolved;
-  };
-  struct stat out_stat {};
-  bool out_exists = ::stat(output.c_str(), &out_stat) == 0;
-  for (const fs::path& input : inputs) {
-    if (normal(input) == normal(output) || canonical(input) == canonical(output)) return input;
-    struct stat in_stat {};
-    if (out_exists && ::stat(input.c_str(), &in_stat) == 0 && in_stat.st_dev == out_stat.st_dev &&
-        in_stat.st_ino == out_stat.st_ino)
-      return input;
-  }
-  return std::nullopt;
-}
-
 std::string shown(const std::string& text) { return printable(text, Backslash::keep); }
 
 }  // namespace
@@ -850,23 +826,16 @@ int run_report(int argc, char** argv) {
   // Checked before anything is read: the combined report never replaces one of its inputs.
   fs::path out_dir = report_dir.empty() ? first_dir : fs::path(report_dir);
   std::string base = report_base_name(std::nullopt);
+  // Made first, so that the guard every writing command goes through (an input under
+  // the name, through any link; a directory there) judges the real directory.
+  boost::system::error_code made;
+  fs::create_directories(out_dir, made);
   for (const char* extension : {".json", ".csv"}) {
-    fs::path output = out_dir / (base + extension);
-    if (std::optional<fs::path> input = output_is_an_input(output, files)) {
-      std::cerr << shown(output.string()) << ": is the input " << shown(input->string())
-                << " (not overwritten; give another --report-dir)\n";
+    try {
+      guard_output(out_dir / (base + extension), files, true);
+    } catch (const OutputRefused& e) {
+      print_error(std::string(e.what()) + " (not overwritten; give another --report-dir)");
       return 2;
-    }
-    // And the guard every writing command goes through (a directory under the name, a
-    // link to an input), where the directory exists already (else it is made below).
-    boost::system::error_code ec;
-    if (fs::is_directory(out_dir, ec)) {
-      try {
-        guard_output(output, files, true);
-      } catch (const OutputRefused& e) {
-        print_error(std::string(e.what()) + " (not overwritten; give another --report-dir)");
-        return 2;
-      }
     }
   }
   std::vector<Report> partials;
