@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -838,6 +839,12 @@ class Sweep {
 
     // Serial: the only place that touches the budget.
     AdmitNode admit(graph, flow::serial, [&](const AdmitMessage& message, AdmitNode::output_ports_type& ports) {
+      // The budget counts a finished job's memory as free, but glibc keeps what it freed in
+      // the arena of the thread that allocated it (blocks below its dynamic mmap threshold,
+      // up to 32 MB each), where the next job, on another thread, cannot reuse it: hand it
+      // back before admitting more (two 16 MB traces run one after the other under 200M
+      // peaked at 1.75 x one file's RSS without this, 1.0x with it).
+      if (message.kind != AdmitMessage::start) ::malloc_trim(0);
       if (message.kind == AdmitMessage::job_done) admission.finish_job(message.id);
       if (message.kind == AdmitMessage::group_done) admission.finish_group(message.id);
       if (message.kind == AdmitMessage::requeue) {

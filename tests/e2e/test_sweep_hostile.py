@@ -110,26 +110,36 @@ def peak_rss_kib(argv):
 
 
 def test_budget_holds_for_multi_member_gzip(env, work):
-    """Two multi-member gzip files whose last member is tiny (ISIZE says a few bytes) under a
-    --memory budget that fits one at a time: the sweep must not read them together (peak
-    RSS of about one file's, not two)."""
+    """Two multi-member gzip files whose last member is tiny (ISIZE says a few bytes), under a
+    --memory budget smaller than one file: each runs alone, so the sweep must not hold them
+    together (peak RSS near a sweep of one of them, not two).
+
+    The first estimate (8 x the ~1 MB on disk: 6 x 8 MB = 46 MB under the sweep's model) is
+    far below the real 16 MB, and each read stops at what was admitted and goes back to the
+    budget with a larger estimate. Under a budget that two first estimates fit (200M, as
+    this test once used) both partial reads may overlap (within the budget, but up to
+    timing), and the baseline was one `compact` (a leaner process than a sweep): CI saw
+    1.53 x. Under 80M not even two first estimates fit, so at no time are two files held.
+    Measured here: both at once (--memory 2G) 2.1 x a sweep of one, one after the other
+    1.0 x to 1.3 x."""
     checks = env.checks
-    root = os.path.join(work, "tree")
-    data = rank_trace(0, 120_000)  # ~20 MB of JSON
+    data = rank_trace(0, 120_000)  # ~16 MB of JSON, ~1 MB gzip'd
     member = gzip.compress(data[:-16], 1, mtime=0) + gzip.compress(data[-16:], 1, mtime=0)
-    for name in ("a", "b"):
-        write(os.path.join(root, name, "profile_trace", "iteration_1", "rank0_trace.json.gz"), member)
-    single = os.path.join(work, "single.json.gz")
-    write(single, member)
-    code, one = peak_rss_kib([env.args.tracelane, "compact", single, "-o", os.path.join(work, "out.json.gz")])
-    checks.equal(code, 0, "compact of one file")
-    # Each costs 6 x 20 MB under the sweep's model: two do not fit in 200M.
-    code, both = peak_rss_kib([env.args.tracelane, "sweep", root, "--jobs", "2", "--memory", "200M", "--quiet"])
-    checks.equal(code, 0, "sweep under --memory 200M")
-    print(f"    peak RSS: one compact {one} KiB, sweep of two {both} KiB", flush=True)
-    checks.check(both < one * 1.5, f"peak RSS of the sweep ({both} KiB) must stay near one file's ({one} KiB)")
-    statuses = [row["status"] for row in report(root)["rows"]]
-    checks.equal(statuses, ["ok", "ok"], "both files compacted")
+
+    def sweep_peak(names):
+        root = os.path.join(work, "tree-" + "".join(names))
+        for name in names:
+            write(os.path.join(root, name, "profile_trace", "iteration_1", "rank0_trace.json.gz"), member)
+        code, peak = peak_rss_kib([env.args.tracelane, "sweep", root, "--jobs", "2", "--memory", "80M", "--quiet"])
+        checks.equal(code, 0, f"sweep of {len(names)} under --memory 80M")
+        statuses = [row["status"] for row in report(root)["rows"]]
+        checks.equal(statuses, ["ok"] * len(names), "every file compacted")
+        return peak
+
+    one = sweep_peak(["a"])
+    both = sweep_peak(["a", "b"])
+    print(f"    peak RSS: sweep of one {one} KiB, sweep of two {both} KiB", flush=True)
+    checks.check(both < one * 1.4, f"peak RSS of the sweep of two ({both} KiB) must stay near one's ({one} KiB)")
 
 
 def test_deep_tree_is_never_silent(env, work):
