@@ -59,6 +59,7 @@ std::string number(double value) {
 }
 
 std::string percent(int ten_thousandths) {
+  if (ten_thousandths > 0 && ten_thousandths < 5) return "<0.1%";  // busy, if briefly: never "0.0%"
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f%%", ten_thousandths / 100.0);
   return buffer;
@@ -185,7 +186,11 @@ std::string timeline_svg(const GpuFigures& figures, const std::string& title) {
       const char* colour = colour_of(strip.group);
       std::string tip = header + " \xC2\xB7 " + (strip.label.empty() ? strip.group : strip.label);
       if (strip.busy >= 0) tip += ": busy " + percent(strip.busy) + " of the window";
-      out += "<g>\n<title>" + xml_text(tip) + "</title>\n";
+      // class and data-* name the strip for whoever reads the picture as data (tests, pages).
+      out += "<g class=\"strip\"";
+      if (strip.rank) out += " data-rank=\"" + std::to_string(*strip.rank) + "\"";
+      if (strip.pp_rank) out += " data-pp-rank=\"" + std::to_string(*strip.pp_rank) + "\"";
+      out += " data-group=\"" + xml_text(strip.group) + "\">\n<title>" + xml_text(tip) + "</title>\n";
       out += "<text x=\"" + number(left - 10) + "\" y=\"" + number(y + 12) +
              "\" font-size=\"11.5\" text-anchor=\"end\" fill=\"#24292f\">" +
              xml_text(strip.label.empty() ? strip.group : strip.label) + "</text>\n";
@@ -208,7 +213,7 @@ std::string timeline_svg(const GpuFigures& figures, const std::string& title) {
       out += "</g>\n";
       if (strip.busy >= 0)
         out += "<text x=\"" + number(left + plot + 8) + "\" y=\"" + number(y + 12) +
-               "\" font-size=\"11\" fill=\"#57606a\">" + percent(strip.busy) + "</text>\n";
+               "\" font-size=\"11\" fill=\"#57606a\">" + xml_text(percent(strip.busy)) + "</text>\n";
       out += "</g>\n";
       y += strip_height + strip_gap;
     }

@@ -264,7 +264,13 @@ int run_compact(int argc, char** argv) {
     std::string text = write_compacted(compacted);
     timer.lap("serialise");
     CompactSummary compact_summary = compacted.summary;
-    std::optional<int64_t> rank = read_distributed_info(compacted.trace).rank;
+    // The strips' rank is the file's, as a sweep's report row has it: the N of a
+    // rank<N>_trace name, else distributedInfo.rank.
+    std::optional<int64_t> rank;
+    if (long long from_name; cli::is_rank_trace_name(input.filename().string(), &from_name))
+      rank = from_name;
+    else
+      rank = read_distributed_info(compacted.trace).rank;
     if (rank && *rank < 0) rank.reset();
     GpuFigures figures = trace_figures(compacted, compact_options.rules, rank,
                                        compact_summary.has_pp ? compact_summary.pp_rank : single_trace_pp_rank(compacted.trace));
