@@ -601,6 +601,9 @@ std::optional<GpuFigures> read_figures(const ReportReader& reader,
       reader.fail(path + "." + key, "expected a finite number of at most 3e15 in size, got " + excerpt(value));
   }
   if (timeline.end_us < timeline.start_us) reader.fail(path + ".end_us", "before start_us");
+  // -0 reads as 0, so that it is written back as 0.
+  for (double* value : {&figures.window_us, &timeline.start_us, &timeline.end_us})
+    if (*value == 0) *value = 0;
   timeline.bins = int(reader.integer(reader.required(fields, "bins", path), path + ".bins", kMaxTimelineBins));
   if (timeline.bins < 1) reader.fail(path + ".bins", "expected at least 1 bin");
   simdjson::dom::array strips;

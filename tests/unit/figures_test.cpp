@@ -1,6 +1,8 @@
 // GPU busy figures and timeline data (docs/figures.md) on hand-built traces whose answers
 // are known exactly, and the report's handling of them (written, read back, validated,
 // kept by `report --combine`).
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "cli/report.hpp"
@@ -242,6 +244,21 @@ TEST(ReportFigures, EveryFigureIsValidatedWhenRead) {
   ASSERT_TRUE(from != std::string::npos && to != std::string::npos);
   EXPECT_NE(reading_error(json, json.substr(from, to - from), "").find("rows[0].gpu_busy: missing"), std::string::npos);
   EXPECT_EQ(reading_error(json, "\"compute\": 0.8000", "\"compute\": 0.8000"), "");
+}
+
+TEST(ReportFigures, TheFuzzSeedsWithFiguresReadBackToThemselves) {
+  // fuzz_report's property on its seeds of real sweeps (tests/fuzz/corpus_report).
+  for (const char* name : {"seed_sweep_tree_figures_shard_0", "seed_sweep_tree_figures_shard_1"}) {
+    std::ifstream in(std::string(TRACELANE_SOURCE_DIR) + "/tests/fuzz/corpus_report/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_FALSE(text.str().empty()) << name;
+    Report report = cli::parse_report_json(text.str(), name);
+    size_t with = 0;
+    for (const Row& row : report.rows) with += row.figures.has_value();
+    EXPECT_GE(with, 1u) << name;
+    EXPECT_EQ(cli::report_json(report), text.str()) << name;
+  }
 }
 
 TEST(TimelineSvg, EscapesEveryNameIntoWellFormedXml) {
