@@ -25,8 +25,8 @@ _tracelane() {
 
   local options
   case $command in
-    compact) options="--help -h --output -o --overwrite --level --timings --rules --no-pp-flows --force" ;;
-    merge) options="--help -h --output -o --overwrite --level --timings --rules --force" ;;
+    compact) options="--help -h --output -o --overwrite --level --timings --rules --no-pp-flows --force --preview" ;;
+    merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview" ;;
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
                     --report-dir --shard --level" ;;
     report) options="--help -h --combine --report-dir --quiet -q" ;;
@@ -37,7 +37,7 @@ _tracelane() {
 
   # The value of an option that takes one.
   case $prev in
-    -o | --output | --rules | --check)
+    -o | --output | --rules | --check | --preview)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return 0 ;;

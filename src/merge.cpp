@@ -266,6 +266,11 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   for (const auto& r : ranks) summary.time_offsets_ns.push_back({r.global_rank, r.offset_ns});
   for (const auto& r : ranks) summary.per_rank.push_back({r.global_rank, r.input->compacted.summary});
 
+  // The figures now: every slice is at its place on the common clock.
+  std::vector<RankLanes> rank_lanes;
+  for (const RankState* r : stacked) rank_lanes.push_back({&r->input->compacted, r->global_rank, r->pp_rank});
+  result.figures = merged_figures(rank_lanes, rules);
+
   PpResult pp = build_pp_flows(spans, pid_tracks, true, rules, flow_ids.next_shared);
   summary.pp = pp.counts;
   append_pp_flow_events(pp.flows, flows_holder);

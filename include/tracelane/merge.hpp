@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tracelane/compact.hpp"
+#include "tracelane/figures.hpp"
 
 namespace tracelane {
 
@@ -49,6 +50,7 @@ struct MergeSummary {
 struct MergeResult {
   std::string json;  // the merged trace, uncompressed
   MergeSummary summary;
+  GpuFigures figures;  // over the merged, time-aligned ranks (docs/figures.md)
 };
 
 // Merges ranks given in file order (sorted by the number in rank<N>_trace). Throws Error.

@@ -22,6 +22,7 @@
 #include "report.hpp"
 #include "sweep.hpp"
 #include "tracelane/compact.hpp"
+#include "tracelane/figures.hpp"
 #include "tracelane/merge.hpp"
 #include "tracelane/rules.hpp"
 #include "tracelane/summary.hpp"
@@ -41,9 +42,9 @@ const char* kUsage =
     "usage: tracelane <command> [options]\n"
     "\n"
     "commands:\n"
-    "  compact TRACE [-o OUT] [--overwrite] [--level N] [--no-pp-flows]\n"
+    "  compact TRACE [-o OUT] [--overwrite] [--level N] [--no-pp-flows] [--preview FILE.svg]\n"
     "      repack GPU slices of one trace into semantic lanes\n"
-    "  merge DIR_OR_ONE_RANK_FILE [-o OUT] [--overwrite] [--level N]\n"
+    "  merge DIR_OR_ONE_RANK_FILE [-o OUT] [--overwrite] [--level N] [--preview FILE.svg]\n"
     "      compact every rank<N>_trace.json[.gz] of a directory and merge them into one\n"
     "      pipeline-parallel timeline\n"
     "  sweep ROOT [--jobs N] [--memory BYTES] [--overwrite] [--dry-run] [--shard K/N]\n"
@@ -100,6 +101,7 @@ struct Common {
   bool overwrite = false;
   int level = kDefaultLevel;
   bool timings = false;
+  std::string preview;  // --preview FILE.svg: the timeline picture (docs/figures.md)
 };
 
 void add_common(po::options_description& options, Common& common) {
@@ -109,7 +111,19 @@ void add_common(po::options_description& options, Common& common) {
       "level", po::value(&common.level)->default_value(kDefaultLevel),
       "gzip level, 0 (store) to 12 (smallest); libdeflate's scale")(
       "timings", po::bool_switch(&common.timings), "print the time of each phase on stderr")(
-      "rules", po::value(&common.rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)");
+      "rules", po::value(&common.rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
+      "preview", po::value(&common.preview), "also write the GPU timeline picture as a standalone SVG (FILE.svg)");
+}
+
+// The preview goes through the same guard as the output, against the inputs and the
+// output itself (one name for both would lose one of them). Throws OutputRefused.
+void guard_preview(const Common& common, const fs::path& output, std::vector<fs::path> inputs) {
+  if (common.preview.empty()) return;
+  fs::path preview(common.preview);
+  if (preview.extension() != ".svg")
+    throw cli::OutputRefused(common.preview + ": --preview writes SVG; give a name ending in .svg");
+  inputs.push_back(output);
+  cli::guard_output(preview, inputs, common.overwrite);
 }
 
 // A bad rules file stops the command before any trace is read.
@@ -218,6 +232,7 @@ int run_compact(int argc, char** argv) {
   const bool input_dir_missing = common.output.empty() && !fs::is_directory(beside, ec);
   try {
     if (!input_dir_missing) cli::guard_output(output, {input}, common.overwrite);
+    guard_preview(common, output, {input});
   } catch (const cli::OutputRefused& e) {
     cli::print_error(e.what());
     return kExitUsage;
@@ -249,13 +264,26 @@ int run_compact(int argc, char** argv) {
     std::string text = write_compacted(compacted);
     timer.lap("serialise");
     CompactSummary compact_summary = compacted.summary;
+    // The strips' rank is the file's, as a sweep's report row has it: the N of a
+    // rank<N>_trace name, else distributedInfo.rank.
+    std::optional<int64_t> rank;
+    if (long long from_name; cli::is_rank_trace_name(input.filename().string(), &from_name))
+      rank = from_name;
+    else
+      rank = read_distributed_info(compacted.trace).rank;
+    if (rank && *rank < 0) rank.reset();
+    GpuFigures figures = trace_figures(compacted, compact_options.rules, rank,
+                                       compact_summary.has_pp ? compact_summary.pp_rank : single_trace_pp_rank(compacted.trace));
     compacted = CompactedTrace{};  // the input document and events are no longer needed
     std::string bytes = cli::encode_for(output, std::move(text), common.level);
     timer.lap("compress");
     cli::write_atomically(output, bytes, common.overwrite, {}, {{input.filename().string(), identity}});
+    if (!common.preview.empty())
+      cli::write_atomically(common.preview, timeline_svg(figures, input.filename().string()), common.overwrite);
     timer.lap("write");
     JsonValue summary =
         with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(compact_summary, true));
+    add_figures_json(summary, figures);
     std::cout << summary.dump(2) << std::endl;
     return kExitOk;
   } catch (const cli::OutputRefused& e) {
@@ -290,6 +318,7 @@ int run_merge(int argc, char** argv) {
     std::vector<fs::path> files = cli::find_rank_files(input);
     // Against every rank file, before any is read.
     cli::guard_output(output, files, common.overwrite);
+    guard_preview(common, output, files);
     std::vector<MergeInput> inputs;
     std::vector<cli::NamedIdentity> identities;  // recorded with the output, as the sweep does
     for (const auto& file : files) {
@@ -322,10 +351,18 @@ int run_merge(int argc, char** argv) {
     std::string bytes = cli::encode_for(output, std::move(merged.json), common.level);
     timer.lap("compress");
     cli::write_atomically(output, bytes, common.overwrite, {}, identities);
+    if (!common.preview.empty()) {
+      fs::path dir_name = fs::absolute(dir).lexically_normal();
+      if (dir_name.filename() == "." || dir_name.filename().empty()) dir_name = dir_name.parent_path();
+      std::string title = dir_name.filename().string() + " (" + std::to_string(files.size()) + " ranks merged)";
+      cli::write_atomically(common.preview, timeline_svg(merged.figures, title), common.overwrite);
+    }
     timer.lap("write");
     JsonValue names = JsonValue::array();
     for (const auto& file : files) names.push(JsonValue::string(file.filename().string()));
-    std::cout << with_input_output(names, output.string(), merge_summary(merged.summary)).dump(2) << std::endl;
+    JsonValue summary = with_input_output(names, output.string(), merge_summary(merged.summary));
+    add_figures_json(summary, merged.figures);
+    std::cout << summary.dump(2) << std::endl;
     return kExitOk;
   } catch (const Error& e) {
     cli::print_error(e.what());

@@ -28,6 +28,7 @@
 
 #include "files.hpp"
 #include "printable.hpp"
+#include "tracelane/decimal_time.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/trace.hpp"
 
@@ -93,6 +94,12 @@ std::string format_real(double value, int decimals) {
     std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;
 }
+
+// A group id as a report writes it (printable()'s escaped form, like every text cell).
+std::string report_text(const std::string& text) { return printable(text, Backslash::escape); }
+
+// The figures' keys, after the columns (report_json, parse_report_json).
+const std::vector<std::string_view> kFigureKeys = {"gpu_window_us", "gpu_busy", "bubble_fraction", "timeline"};
 
 JsonValue cell_json(const Cell& cell, const Column& column) {
   if (std::holds_alternative<int64_t>(cell)) return JsonValue::integer(std::get<int64_t>(cell));
@@ -393,6 +400,7 @@ std::string report_json(const Report& report) {
       else
         item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
     }
+    if (row.figures && row.kind != RowKind::problem) add_figures_json(item, *row.figures, report_text);
     rows.push(item);
   }
   doc.set("rows", rows);
@@ -436,20 +444,27 @@ std::string report_csv(const Report& report) {
   // CRLF line ends (RFC 4180); pandas and spreadsheets read them as plain line ends.
   std::string out;
   for (size_t c = 0; c < kColumns.size(); ++c) out += (c ? "," : "") + std::string(kColumns[c].name);
-  out += "\r\n";
-  auto write_cells = [&](const std::vector<Cell>& cells, const char* kind) {
+  // The figures' scalar columns last (the timeline is in the JSON report only).
+  out += ",gpu_window_us,gpu_busy\r\n";
+  auto write_cells = [&](const std::vector<Cell>& cells, const char* kind, const std::optional<GpuFigures>& figures) {
     for (size_t c = 0; c < kColumns.size(); ++c) {
       if (c) out += ',';
       std::string text = c == 0 ? std::string(kind) : cell_text(cells[c], kColumns[c]);
       out += csv_field(text);
     }
+    out += ',';
+    if (figures) out += real_text(figures->window_us);
+    out += ',';
+    // Through cell_text as any text cell: escaped, and never a live spreadsheet formula.
+    if (figures && !figures->merged) out += csv_field(cell_text(Cell(busy_csv(*figures)), kColumns[0]));
     out += "\r\n";
   };
-  for (const Row& row : report.rows) write_cells(row.cells, kind_name(row.kind));
+  for (const Row& row : report.rows)
+    write_cells(row.cells, kind_name(row.kind), row.kind == RowKind::problem ? std::nullopt : row.figures);
   Totals totals = compute_totals(report.rows);
   std::vector<Cell> total_cells = totals.sums;
   total_cells[column_index("status")] = std::string(has_failures(report.rows) ? "failed" : "ok");
-  write_cells(total_cells, "total");
+  write_cells(total_cells, "total", std::nullopt);
   return out;
 }
 
@@ -509,10 +524,115 @@ bool status_allowed(RowKind kind, std::string_view status) {
   return status == "ok" || status == "skipped" || status == "failed" || status == "already laned";
 }
 
+// A fraction as figures hold it: a number from 0 to 1, in ten-thousandths.
+int read_fraction(const ReportReader& reader, simdjson::dom::element value, const std::string& where) {
+  double number;
+  if (value.get(number) || !std::isfinite(number) || number < 0 || number > 1)
+    reader.fail(where, "expected a number from 0 to 1, got " + excerpt(value));
+  return int(std::lround(number * kFractionScale));
+}
+
+// The keys of an object in order, each once.
+std::vector<std::pair<std::string_view, simdjson::dom::element>> object_items(const ReportReader& reader,
+                                                                              simdjson::dom::element value,
+                                                                              const std::string& where) {
+  simdjson::dom::object object;
+  if (value.get(object)) reader.fail(where, "expected an object, got " + excerpt(value));
+  std::vector<std::pair<std::string_view, simdjson::dom::element>> out;
+  std::set<std::string_view> seen;
+  for (auto [key, member] : object) {
+    if (!seen.insert(key).second) reader.fail(where + "." + std::string(key), "given twice");
+    out.emplace_back(key, member);
+  }
+  return out;
+}
+
+std::optional<int64_t> read_optional_rank(const ReportReader& reader, simdjson::dom::element value,
+                                          const std::string& where) {
+  if (value.is_null()) return std::nullopt;
+  return reader.integer(value, where);
+}
+
+// The figures of a row (docs/figures.md), when it has any: all of its kind's keys or none
+// (reports written before the figures existed have none), and only on rows with status ok.
+std::optional<GpuFigures> read_figures(const ReportReader& reader,
+                                       const std::map<std::string_view, simdjson::dom::element>& members, RowKind kind,
+                                       std::string_view status, const std::string& where) {
+  bool any = false;
+  for (std::string_view key : kFigureKeys) any = any || members.count(key);
+  if (!any) return std::nullopt;
+  if (kind == RowKind::problem || status != "ok")
+    reader.fail(where, std::string("GPU figures on a ") + kind_name(kind) + " row with status " + std::string(status) +
+                           " (only ok file and merge rows have them)");
+  GpuFigures figures;
+  figures.merged = kind == RowKind::merge;
+  const char* absent = figures.merged ? "gpu_busy" : "bubble_fraction";
+  if (members.count(absent)) reader.fail(where + "." + absent, std::string("not a key of ") + kind_name(kind) + " rows");
+
+  simdjson::dom::element window = reader.required(members, "gpu_window_us", where);
+  if (window.get(figures.window_us) || !std::isfinite(figures.window_us) || figures.window_us < 0 ||
+      figures.window_us > kMaxReal)
+    reader.fail(where + ".gpu_window_us", "expected a finite non-negative number of at most 1e15, got " + excerpt(window));
+
+  if (!figures.merged) {
+    std::string path = where + ".gpu_busy";
+    for (auto [key, value] : object_items(reader, reader.required(members, "gpu_busy", where), path)) {
+      std::optional<std::string> name = name_from_report(key);
+      if (!name || name->empty()) reader.fail(path, "a group name is not text as tracelane writes it: " + std::string(key));
+      figures.busy[*name] = read_fraction(reader, value, path + "." + std::string(key));
+    }
+  } else {
+    std::string path = where + ".bubble_fraction";
+    for (auto [key, value] : object_items(reader, reader.required(members, "bubble_fraction", where), path)) {
+      int64_t rank;
+      if (!parse_json_int(key, rank) || rank < 0 || std::to_string(rank) != key)
+        reader.fail(path, "a key is not a global rank (a non-negative integer): " + std::string(key));
+      figures.bubble[rank] = read_fraction(reader, value, path + "." + std::string(key));
+    }
+  }
+
+  std::string path = where + ".timeline";
+  auto fields = reader.members(reader.required(members, "timeline", where), path, {"start_us", "end_us", "bins", "strips"});
+  Timeline& timeline = figures.timeline;
+  for (auto [key, target] : {std::pair{"start_us", &timeline.start_us}, std::pair{"end_us", &timeline.end_us}}) {
+    simdjson::dom::element value = reader.required(fields, key, path);
+    // Times tracelane reads are at most kMaxTimeNs (3e15 us) in size: epoch microseconds pass 1e15.
+    if (value.get(*target) || !std::isfinite(*target) || std::fabs(*target) > double(kMaxTimeNs) / 1000)
+      reader.fail(path + "." + key, "expected a finite number of at most 3e15 in size, got " + excerpt(value));
+  }
+  if (timeline.end_us < timeline.start_us) reader.fail(path + ".end_us", "before start_us");
+  // -0 reads as 0, so that it is written back as 0.
+  for (double* value : {&figures.window_us, &timeline.start_us, &timeline.end_us})
+    if (*value == 0) *value = 0;
+  timeline.bins = int(reader.integer(reader.required(fields, "bins", path), path + ".bins", kMaxTimelineBins));
+  if (timeline.bins < 1) reader.fail(path + ".bins", "expected at least 1 bin");
+  simdjson::dom::array strips;
+  if (reader.required(fields, "strips", path).get(strips)) reader.fail(path + ".strips", "expected an array");
+  size_t n = 0;
+  for (simdjson::dom::element item : strips) {
+    std::string at = path + ".strips[" + std::to_string(n++) + "]";
+    auto strip_fields = reader.members(item, at, {"rank", "pp_rank", "group", "occupancy"});
+    TimelineStrip strip;
+    strip.rank = read_optional_rank(reader, reader.required(strip_fields, "rank", at), at + ".rank");
+    strip.pp_rank = read_optional_rank(reader, reader.required(strip_fields, "pp_rank", at), at + ".pp_rank");
+    strip.group = reader.text(reader.required(strip_fields, "group", at), at + ".group");
+    if (strip.group.empty()) reader.fail(at + ".group", "empty");
+    std::string_view digits;
+    simdjson::dom::element occupancy = reader.required(strip_fields, "occupancy", at);
+    if (occupancy.get(digits) || digits.size() != size_t(timeline.bins) ||
+        digits.find_first_not_of("0123456789") != std::string_view::npos)
+      reader.fail(at + ".occupancy", "expected " + std::to_string(timeline.bins) + " digits, got " + excerpt(occupancy));
+    strip.occupancy = std::string(digits);
+    timeline.strips.push_back(std::move(strip));
+  }
+  return figures;
+}
+
 Row read_row(const ReportReader& reader, simdjson::dom::element item, const std::string& where) {
   static const std::vector<std::string_view> known = [] {
     std::vector<std::string_view> names;
     for (const Column& column : kColumns) names.push_back(column.name);
+    names.insert(names.end(), kFigureKeys.begin(), kFigureKeys.end());
     return names;
   }();
   auto members = reader.members(item, where, known);
@@ -550,6 +670,7 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
   if (!status_allowed(row.kind, status_of(row)))
     reader.fail(where + ".status", std::string("not a status of ") + kind_name(row.kind) + " rows: " +
                                        excerpt(members.at("status")));
+  row.figures = read_figures(reader, members, row.kind, status_of(row), where);
   return row;
 }
 

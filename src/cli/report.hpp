@@ -12,6 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include "tracelane/figures.hpp"
+
 namespace tracelane::cli {
 
 namespace fs = boost::filesystem;
@@ -60,6 +62,10 @@ using Cell = std::variant<std::monostate, int64_t, double, std::string>;
 struct Row {
   RowKind kind = RowKind::file;
   std::vector<Cell> cells = std::vector<Cell>(report_columns().size());
+  // GPU busy figures and timeline data (docs/figures.md): only on file and merge rows with
+  // status ok. Written after the columns (the CSV gets gpu_window_us and gpu_busy), never
+  // in row_record() (a skipped row has none), optional when read back.
+  std::optional<GpuFigures> figures;
 
   Row() = default;
   explicit Row(RowKind k) : kind(k) {}

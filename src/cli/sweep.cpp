@@ -880,6 +880,7 @@ class Sweep {
     task.failed = true;
     task.trace.reset();
     task.compacted.reset();
+    task.row.figures.reset();
     task.row.set("status", std::string("failed")).set("error", message);
     progress_->error(message);
   }
@@ -951,6 +952,10 @@ class Sweep {
         return id;
       }
       fill_summary(task.row, task.compacted->summary);
+      // Only a row whose output this run writes reports figures (a skipped one has none).
+      if (task.write_output)
+        task.row.figures = trace_figures(*task.compacted, options_.rules ? &*options_.rules : nullptr,
+                                         int64_t(task.file->rank), task.compacted->summary.pp_rank);
     } catch (...) {
       fail(task, describe_exception());
     }
@@ -1046,6 +1051,7 @@ class Sweep {
           .set("pp_unshard_compute_pairs", int64_t(summary.pp.unshard_compute_pairs))
           .set("pp_unshard_compute_unmatched", int64_t(summary.pp.unshard_compute_unmatched));
       done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
+      done.figures = std::move(merged.figures);
       write_atomically(iteration.merged_output, bytes, true, row_record(done), identities);
       row = std::move(done);
     } catch (...) {

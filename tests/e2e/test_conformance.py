@@ -28,6 +28,9 @@ SUMMARY_IGNORED = {"input", "output"}
 NEW_SUMMARY_KEYS = {"gpu_flow_endpoints_unmapped",
                     # SPEC 9.6: annotation sub-tracks made so that no track has crossing spans.
                     "annotation_subtracks"}
+# Issue 12 (docs/figures.md): compact's summary also has the GPU busy figures, which the
+# original did not compute (e2e_figures checks them).
+FIGURE_SUMMARY_KEYS = {"gpu_window_us", "gpu_busy", "timeline"}
 
 
 class Case:
@@ -46,7 +49,9 @@ class Case:
 def compare_compaction_summary(case, actual, expected, trace_events, what):
     """A section 6 summary against the original's: equal but for input/output and SPEC 9.2."""
     expected = {k: v for k, v in expected.items() if k not in SUMMARY_IGNORED}
-    actual = {k: v for k, v in actual.items() if k not in SUMMARY_IGNORED}
+    case.check(FIGURE_SUMMARY_KEYS <= set(actual),
+               f"{what}: summary lacks the GPU figures {sorted(FIGURE_SUMMARY_KEYS - set(actual))}")
+    actual = {k: v for k, v in actual.items() if k not in SUMMARY_IGNORED | FIGURE_SUMMARY_KEYS}
     case.check(set(actual) == set(expected) | NEW_SUMMARY_KEYS,
                f"{what}: summary keys differ: missing {sorted(set(expected) | NEW_SUMMARY_KEYS - set(actual))}, "
                f"unexpected {sorted(set(actual) - set(expected) - NEW_SUMMARY_KEYS)}")

@@ -1,0 +1,234 @@
+// GPU busy figures (docs/figures.md). Compaction has already sorted every measured slice
+// into a lane of its group, so a group's busy time is the length of the union of its
+// lanes' slices: the slices of a group are gathered, sorted by start, and overlapping or
+// touching ones merged into disjoint pieces. Everything after that is a walk over the
+// pieces in time order:
+//  - busy fraction: the pieces' length clipped to the window, over the window;
+//  - occupancy: the window is cut into `bins` bins with integer boundaries
+//    start + floor(k * window / bins); each piece adds its overlap to the bins it spans
+//    (a bin pointer that only moves forward, since pieces are disjoint and sorted);
+//  - bubble: over the span of a rank's compute pieces, the part they do not cover.
+// All of it is exact integer nanoseconds; only the final ratios are rounded, half up.
+#include "tracelane/figures.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <set>
+
+#include "tracelane/classify.hpp"
+#include "tracelane/rules.hpp"
+
+namespace tracelane {
+namespace {
+
+struct Piece {
+  Ns start = 0, end = 0;
+};
+
+// Disjoint, sorted, non-empty pieces covering exactly the union of `pieces`.
+std::vector<Piece> union_of(std::vector<Piece> pieces) {
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
+  std::vector<Piece> out;
+  for (const Piece& piece : pieces) {
+    if (piece.end <= piece.start) continue;  // a zero-length slice keeps nothing busy
+    if (!out.empty() && piece.start <= out.back().end)
+      out.back().end = std::max(out.back().end, piece.end);
+    else
+      out.push_back(piece);
+  }
+  return out;
+}
+
+Ns covered(const std::vector<Piece>& pieces, Ns from, Ns to) {
+  Ns total = 0;
+  for (const Piece& piece : pieces) {
+    Ns start = std::max(piece.start, from), end = std::min(piece.end, to);
+    if (end > start) total += end - start;
+  }
+  return total;
+}
+
+// round(part / whole * 10000), half up; 0 for an empty whole.
+int ten_thousandths(Ns part, Ns whole) {
+  if (whole <= 0) return 0;
+  return int(((__int128)part * 2 * kFractionScale + whole) / ((__int128)whole * 2));
+}
+
+std::string occupancy(const std::vector<Piece>& pieces, Ns start, Ns end, int bins) {
+  const Ns window = end - start;
+  auto bound = [&](int k) { return start + Ns((__int128)window * k / bins); };
+  std::vector<Ns> busy(size_t(bins), 0);
+  int k = 0;
+  for (const Piece& piece : pieces) {
+    Ns from = std::max(piece.start, start), to = std::min(piece.end, end);
+    if (to <= from) continue;
+    while (k < bins - 1 && bound(k + 1) <= from) ++k;
+    for (int j = k; j < bins && bound(j) < to; ++j) {
+      Ns lo = std::max(from, bound(j)), hi = std::min(to, bound(j + 1));
+      if (hi > lo) busy[size_t(j)] += hi - lo;
+    }
+  }
+  std::string digits(size_t(bins), '0');
+  for (int j = 0; j < bins; ++j) {
+    Ns width = bound(j + 1) - bound(j);
+    if (width > 0) digits[size_t(j)] = char('0' + int(((__int128)busy[size_t(j)] * 18 + width) / ((__int128)width * 2)));
+  }
+  return digits;
+}
+
+// A trace's slices by group id (with the group's label), and its measured window.
+struct Gathered {
+  std::map<std::string, std::vector<Piece>> by_group;
+  std::map<std::string, std::string> labels;
+  bool any_measured = false;
+  Ns first_start = 0, last_end = 0;
+};
+
+void gather(const CompactedTrace& compacted, const Rules& rules, Gathered& out) {
+  const auto& groups = rules.groups();
+  for (const Lane& lane : compacted.lanes) {
+    auto& pieces = out.by_group[lane.group_id];
+    if (lane.group >= 0 && size_t(lane.group) < groups.size()) out.labels.emplace(lane.group_id, groups[size_t(lane.group)].label);
+    for (uint32_t index : lane.slices) {
+      const Event& event = compacted.trace.events[index];
+      Ns start = event.final_ts(), end = start + event.final_dur();
+      pieces.push_back({start, end});
+      // The window is the measured slices' (SPEC 2); sync slices are clipped to it.
+      if (!is_measured_cat(event.cat)) continue;
+      if (!out.any_measured || start < out.first_start) out.first_start = start;
+      if (!out.any_measured || end > out.last_end) out.last_end = end;
+      out.any_measured = true;
+    }
+  }
+}
+
+double us_of(Ns ns) { return double(ns) / 1000.0; }
+
+}  // namespace
+
+std::string fraction_text(int value) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%d.%04d", value / kFractionScale, value % kFractionScale);
+  return buffer;
+}
+
+std::string real_text(double value) {
+  char buffer[400];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed);
+  return std::string(buffer, result.ptr);
+}
+
+GpuFigures trace_figures(const CompactedTrace& compacted, const Rules* rules, std::optional<int64_t> rank,
+                         std::optional<int64_t> pp_rank) {
+  Gathered gathered;
+  gather(compacted, rules ? *rules : Rules::defaults(), gathered);
+  GpuFigures figures;
+  Ns start = gathered.first_start, end = gathered.last_end;
+  figures.window_us = us_of(end - start);
+  figures.timeline.start_us = us_of(start);
+  figures.timeline.end_us = us_of(end);
+  for (auto& [group, pieces] : gathered.by_group) {
+    std::vector<Piece> merged = union_of(std::move(pieces));
+    int busy = ten_thousandths(covered(merged, start, end), end - start);
+    figures.busy[group] = busy;
+    TimelineStrip strip;
+    strip.rank = rank;
+    strip.pp_rank = pp_rank;
+    strip.group = group;
+    strip.occupancy = occupancy(merged, start, end, figures.timeline.bins);
+    strip.label = gathered.labels.count(group) ? gathered.labels[group] : group;
+    strip.busy = busy;
+    figures.timeline.strips.push_back(std::move(strip));
+  }
+  return figures;
+}
+
+GpuFigures merged_figures(const std::vector<RankLanes>& ranks, const Rules* rules) {
+  const Rules& used = rules ? *rules : Rules::defaults();
+  std::vector<Gathered> per_rank(ranks.size());
+  std::set<std::string> groups;
+  std::map<std::string, std::string> labels;
+  bool any = false;
+  Ns start = 0, end = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    Gathered& g = per_rank[r];
+    gather(*ranks[r].compacted, used, g);
+    for (const auto& [group, pieces] : g.by_group) groups.insert(group);
+    labels.insert(g.labels.begin(), g.labels.end());
+    if (!g.any_measured) continue;
+    start = any ? std::min(start, g.first_start) : g.first_start;
+    end = any ? std::max(end, g.last_end) : g.last_end;
+    any = true;
+  }
+  GpuFigures figures;
+  figures.merged = true;
+  figures.window_us = us_of(end - start);
+  figures.timeline.start_us = us_of(start);
+  figures.timeline.end_us = us_of(end);
+  // Every rank gets a strip of every group any rank has, so ranks line up strip by strip.
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    for (const std::string& group : groups) {
+      auto found = per_rank[r].by_group.find(group);
+      std::vector<Piece> slices;
+      if (found != per_rank[r].by_group.end()) slices = std::move(found->second);
+      if (group == "compute" && !slices.empty()) {
+        // The rank's compute span: first start to last end of its compute slices.
+        Ns first = slices.front().start, last = slices.front().end;
+        for (const Piece& piece : slices) first = std::min(first, piece.start), last = std::max(last, piece.end);
+        std::vector<Piece> compute = union_of(slices);
+        figures.bubble[ranks[r].global_rank] = ten_thousandths((last - first) - covered(compute, first, last), last - first);
+      }
+      std::vector<Piece> merged = union_of(std::move(slices));
+      TimelineStrip strip;
+      strip.rank = ranks[r].global_rank;
+      strip.pp_rank = ranks[r].pp_rank;
+      strip.group = group;
+      strip.occupancy = occupancy(merged, start, end, figures.timeline.bins);
+      strip.label = labels.count(group) ? labels[group] : group;
+      strip.busy = ten_thousandths(covered(merged, start, end), end - start);
+      figures.timeline.strips.push_back(std::move(strip));
+    }
+  }
+  return figures;
+}
+
+void add_figures_json(JsonValue& object, const GpuFigures& figures, std::string (*text)(const std::string&)) {
+  auto name = [&](const std::string& s) { return text ? text(s) : s; };
+  object.set("gpu_window_us", JsonValue::raw_number(real_text(figures.window_us)));
+  if (!figures.merged) {
+    JsonValue busy = JsonValue::object();
+    for (const auto& [group, value] : figures.busy) busy.set(name(group), JsonValue::raw_number(fraction_text(value)));
+    object.set("gpu_busy", busy);
+  } else {
+    JsonValue bubble = JsonValue::object();
+    for (const auto& [rank, value] : figures.bubble)
+      bubble.set(std::to_string(rank), JsonValue::raw_number(fraction_text(value)));
+    object.set("bubble_fraction", bubble);
+  }
+  const Timeline& timeline = figures.timeline;
+  JsonValue t = JsonValue::object();
+  t.set("start_us", JsonValue::raw_number(real_text(timeline.start_us)));
+  t.set("end_us", JsonValue::raw_number(real_text(timeline.end_us)));
+  t.set("bins", JsonValue::integer(timeline.bins));
+  JsonValue strips = JsonValue::array();
+  for (const TimelineStrip& strip : timeline.strips) {
+    JsonValue s = JsonValue::object();
+    s.set("rank", strip.rank ? JsonValue::integer(*strip.rank) : JsonValue::null());
+    s.set("pp_rank", strip.pp_rank ? JsonValue::integer(*strip.pp_rank) : JsonValue::null());
+    s.set("group", JsonValue::string(name(strip.group)));
+    s.set("occupancy", JsonValue::string(strip.occupancy));
+    strips.push(s);
+  }
+  t.set("strips", strips);
+  object.set("timeline", t);
+}
+
+std::string busy_csv(const GpuFigures& figures, std::string (*text)(const std::string&)) {
+  std::string out;
+  for (const auto& [group, value] : figures.busy)
+    out += (out.empty() ? "" : ";") + (text ? text(group) : group) + "=" + fraction_text(value);
+  return out;
+}
+
+}  // namespace tracelane
