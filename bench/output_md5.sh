@@ -3,14 +3,19 @@
 # file: run it with the binary before and after a change and diff the two listings (every
 # change that is not meant to change output must leave them equal).
 #   bench/output_md5.sh [TRACELANE] > before.txt   (default: build/tracelane)
+#   bench/output_md5.sh --normalise-tids [TRACELANE]   tids and args.stream renumbered in order
+#       of first appearance first (bench/normalise_tids.py): compares outputs whose track
+#       tids changed (SPEC 9.11) in every other byte.
 # The corpus comes from TRACELANE_SHARED (default ../shared beside the checkout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+normalise=cat
+if [ "${1:-}" = "--normalise-tids" ]; then normalise="python3 $here/bench/normalise_tids.py"; shift; fi
 tracelane=$(realpath "${1:-$here/build/tracelane}")
 shared=${TRACELANE_SHARED:-$here/../shared}
 [ -d "$shared/corpus" ] || { echo "SKIPPED: no corpus at $shared (set TRACELANE_SHARED)" >&2; exit 2; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-md5_of() { if [[ "$1" == *.gz ]]; then gzip -dc "$1" | md5sum | cut -d' ' -f1; else md5sum < "$1" | cut -d' ' -f1; fi; }
+md5_of() { if [[ "$1" == *.gz ]]; then gzip -dc "$1"; else cat "$1"; fi | $normalise | md5sum | cut -d' ' -f1; }
 for trace in "$shared"/corpus/single/*; do
   name=$(basename "$trace")
   out="$work/${name%%.*}_compacted.json.gz"

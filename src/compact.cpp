@@ -83,17 +83,17 @@ void extract_slices(Trace& trace, const Rules& rules, SliceSet& set, CompactSumm
   summary.original_streams = set.streams.size();
 }
 
-// Pass 2: lanes per (GPU pid, group), then tids for lanes and for annotation tracks.
-std::vector<Lane> assign_lane_tids(Trace& trace, const Rules& rules, SliceSet& set) {
+// Pass 2: lanes per (GPU pid, group), then tids for lanes and for annotation tracks, by
+// the rule in track_tids.cpp (the same lane has the same tid on every rank).
+std::vector<Lane> assign_lane_tids(Trace& trace, const Rules& rules, SliceSet& set, TrackTids& tids) {
   const auto& groups = rules.groups();
   // (pid, group) -> slice indices, in traceEvents order.
   std::map<std::pair<int64_t, int>, std::vector<uint32_t>> families;
   for (uint32_t s = 0; s < set.slices.size(); ++s) families[{set.slices[s].pid, set.slices[s].group}].push_back(s);
   std::vector<Lane> lanes;
-  // With no integer tid at all (only string tids), count from 0 as the largest.
-  int64_t largest_tid = trace.max_int_tid == INT64_MIN ? 0 : trace.max_int_tid;
-  int64_t next_tid = largest_tid + 1000;
+  uint32_t gpu = 0;
   for (auto& [key, members] : families) {
+    if (!lanes.empty() && lanes.back().pid != key.first) ++gpu;
     std::vector<Interval> intervals;
     intervals.reserve(members.size());
     for (uint32_t s : members) intervals.push_back({set.slices[s].start, set.slices[s].end});
@@ -103,11 +103,12 @@ std::vector<Lane> assign_lane_tids(Trace& trace, const Rules& rules, SliceSet& s
     for (uint32_t k = 0; k < count; ++k) {
       Lane lane;
       lane.pid = key.first;
+      lane.gpu = gpu;
       lane.group = key.second;
       lane.group_id = groups[key.second].id;
       lane.number = k;
       lane.lanes_in_group = count;
-      lane.tid = next_tid++;
+      lane.tid = tids.tid({gpu, uint32_t(key.second), k, kLaneTrack});
       lane.label = groups[key.second].label + (count > 1 ? " " + std::to_string(k + 1) : "");
       lanes.push_back(std::move(lane));
     }
@@ -116,9 +117,8 @@ std::vector<Lane> assign_lane_tids(Trace& trace, const Rules& rules, SliceSet& s
       set.slices[s].lane = uint32_t(first + lane_of[m]);
     }
   }
-  int64_t max_tid = std::max(largest_tid, next_tid - 1);
-  int64_t next_annotation_tid = max_tid + 1000;
-  for (auto& lane : lanes) lane.annotation_tid = next_annotation_tid++;
+  for (auto& lane : lanes)
+    lane.annotation_tid = tids.tid({lane.gpu, uint32_t(lane.group), lane.number, kAnnotationTrack});
   // Each lane lists its slices in (start, end) order, which is also (ts, dur) order.
   for (uint32_t s = 0; s < set.slices.size(); ++s) lanes[set.slices[s].lane].slices.push_back(s);
   for (auto& lane : lanes) {
@@ -189,13 +189,10 @@ std::string written_time(const Event& event, Field field) {
   return ns_as_us(field == kTs ? event.new_ts : event.new_dur);
 }
 
-void split_crossing_annotation_tracks(Trace& trace, std::vector<Lane>& lanes, CompactSummary& summary) {
+void split_crossing_annotation_tracks(Trace& trace, std::vector<Lane>& lanes, TrackTids& tids,
+                                      CompactSummary& summary) {
   std::unordered_map<int64_t, size_t> lane_of_track;
-  int64_t next_tid = INT64_MIN;
-  for (size_t l = 0; l < lanes.size(); ++l) {
-    lane_of_track[lanes[l].annotation_tid] = l;
-    next_tid = std::max(next_tid, lanes[l].annotation_tid + 1000);
-  }
+  for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
   std::vector<std::vector<uint32_t>> on_track(lanes.size());
   for (uint32_t i = 0; i < trace.events.size(); ++i) {
     const Event& event = trace.events[i];
@@ -235,8 +232,11 @@ void split_crossing_annotation_tracks(Trace& trace, std::vector<Lane>& lanes, Co
       if (chosen == open.size()) open.emplace_back();
       open[chosen].push_back(span);
       if (chosen == 0) continue;
-      while (lanes[l].annotation_subtracks.size() < chosen) {
-        lanes[l].annotation_subtracks.push_back(next_tid++);
+      Lane& lane = lanes[l];
+      while (lane.annotation_subtracks.size() < chosen) {
+        // Sub-track n is "<label> annotations (n)", n from 2.
+        uint32_t n = uint32_t(lane.annotation_subtracks.size()) + 2;
+        lane.annotation_subtracks.push_back(tids.tid({lane.gpu, uint32_t(lane.group), lane.number, n}));
         ++summary.annotation_subtracks;
       }
       event.set_tid(lanes[l].annotation_subtracks[chosen - 1], false);
@@ -345,7 +345,8 @@ void rebuild_annotation_tracks(CompactedTrace& compacted) {
   }
   std::vector<PidTracks> old_tracks = std::move(compacted.pid_tracks);
   compacted.summary.annotation_subtracks = 0;
-  split_crossing_annotation_tracks(trace, compacted.lanes, compacted.summary);
+  split_crossing_annotation_tracks(trace, compacted.lanes, compacted.track_tids, compacted.summary);
+  compacted.summary.lane_tids_unaligned = compacted.track_tids.unaligned();
   add_lane_metadata(trace, compacted.lanes);
   compacted.pid_tracks = pid_tracks_of(compacted.lanes);
   for (size_t k = 0; k < compacted.pid_tracks.size() && k < old_tracks.size(); ++k)
@@ -399,11 +400,13 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   const Rules& rules = options.rules ? *options.rules : Rules::defaults();
   SliceSet set;
   extract_slices(trace, rules, set, summary);
-  result.lanes = assign_lane_tids(trace, rules, set);
+  result.track_tids = TrackTids(trace.events);
+  result.lanes = assign_lane_tids(trace, rules, set, result.track_tids);
   remap_related(trace, set, result.lanes, summary);
   summary.gpu_annotations_coalesced = coalesce_annotations(trace);
   annotate_kernel_runs(trace, result.lanes, summary);
-  split_crossing_annotation_tracks(trace, result.lanes, summary);
+  split_crossing_annotation_tracks(trace, result.lanes, result.track_tids, summary);
+  summary.lane_tids_unaligned = result.track_tids.unaligned();
   add_lane_metadata(trace, result.lanes);
 
   summary.compacted_lanes = result.lanes.size();

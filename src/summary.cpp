@@ -116,6 +116,9 @@ JsonValue compaction_summary(const CompactSummary& s, bool with_pp) {
   o.set("kernel_annotation_blocks", n(s.kernel_annotation_blocks));
   o.set("gpu_annotations_retained", n(s.gpu_annotations_retained));
   o.set("annotation_subtracks", n(s.annotation_subtracks));
+  // SPEC 9.11: only when some track could not have its aligned tid (rare; the key's
+  // presence is the signal, and summaries without it stay as they were).
+  if (s.lane_tids_unaligned) o.set("lane_tids_unaligned", n(s.lane_tids_unaligned));
   o.set("cuda_graph_launches", n(s.cuda_graph_launches));
   if (with_pp && s.has_pp) {
     o.set("pp_rank", JsonValue::integer(s.pp_rank));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tracelane/classify.hpp"
 #include "tracelane/compact.hpp"
 #include "tracelane/merge.hpp"
 #include "tracelane/trace.hpp"
@@ -80,6 +81,19 @@ std::string error_message(Body&& body) {
   }
   ADD_FAILURE() << "expected tracelane::Error, nothing was thrown";
   return "";
+}
+
+// The aligned tid (SPEC 9.11) of lane `number` (0-based) of a default group, or of one of
+// its tracks: kAnnotationTrack, or n for "<label> annotations (n)".
+inline int64_t lane_tid(std::string_view group_id, uint32_t number = 0, uint32_t track = kLaneTrack, uint32_t gpu = 0) {
+  const auto& groups = default_groups();
+  uint32_t group = 0;
+  while (group < groups.size() && groups[group].id != group_id) ++group;
+  if (group == groups.size()) ADD_FAILURE() << "no default group " << group_id;
+  return *TrackTids::aligned({gpu, group, number, track});
+}
+inline int64_t annotation_tid(std::string_view group_id, uint32_t number = 0) {
+  return lane_tid(group_id, number, kAnnotationTrack);
 }
 
 inline CompactedTrace compact_text(const std::string& json, CompactOptions options = {}) {

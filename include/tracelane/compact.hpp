@@ -9,6 +9,7 @@
 
 #include "tracelane/pp_flows.hpp"
 #include "tracelane/trace.hpp"
+#include "tracelane/track_tids.hpp"
 
 namespace tracelane {
 
@@ -23,6 +24,7 @@ struct CompactOptions {
 // One compacted lane and its annotation track.
 struct Lane {
   int64_t pid = 0;
+  uint32_t gpu = 0;       // the pid's place among the trace's GPU pids (ascending)
   int group = 0;          // index into the rules' groups
   std::string group_id;   // "compute", "nccl_all_gather", ...
   uint32_t number = 0;    // 0-based within (pid, group)
@@ -47,6 +49,7 @@ struct CompactSummary {
   size_t kernel_annotation_blocks = 0;
   size_t gpu_annotations_retained = 0;
   size_t annotation_subtracks = 0;  // extra tracks made so annotations nest (SPEC 9.6)
+  size_t lane_tids_unaligned = 0;   // tracks that could not have their aligned tid (SPEC 9.11)
   size_t cuda_graph_launches = 0;
   bool has_pp = false;  // single-trace arrows were computed
   int pp_rank = 0;
@@ -58,8 +61,9 @@ struct CompactedTrace {
   // it is (unless CompactOptions::force): `already_laned` says why nothing was done.
   std::string already_laned;
   Trace trace;
-  std::vector<Lane> lanes;  // in (pid, tid) order
+  std::vector<Lane> lanes;  // in (pid, group, number) order
   std::vector<PidTracks> pid_tracks;
+  TrackTids track_tids;  // kept for the sub-tracks a merge redoes
   CompactSummary summary;
 };
 

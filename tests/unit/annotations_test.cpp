@@ -6,8 +6,8 @@ using namespace tracelane::testing;
 
 namespace {
 
-// Streams 7 and 8 hold touching kernels, so both land on one Compute lane (tid 1008) with
-// annotation track 2008.
+// Streams 7 and 8 hold touching kernels, so both land on one Compute lane with its
+// annotation track.
 std::vector<std::string> one_lane_two_streams() { return {kernel(0, 7, "0", "10"), kernel(0, 8, "10", "10")}; }
 
 std::vector<std::string> with(std::vector<std::string> events, const std::vector<std::string>& more) {
@@ -37,7 +37,7 @@ TEST(CoalesceAnnotations, TouchingIdenticalAnnotationsFromTwoStreamsBecomeOne) {
   EXPECT_EQ(result.summary.gpu_annotations_retained, 1u);
   Output out(write_compacted(result));
   auto fwd = out.one("fwd");
-  EXPECT_EQ(Output::int_of(fwd, "tid"), 2008);
+  EXPECT_EQ(Output::int_of(fwd, "tid"), annotation_tid("compute"));
   EXPECT_EQ(Output::number_of(fwd, "ts"), 0);
   EXPECT_EQ(Output::number_of(fwd, "dur"), 20);
 }
@@ -178,18 +178,18 @@ TEST(KernelAnnotations, RunsOfOneArgsNameBecomeSpansOnTheLaneAnnotationTrack) {
     EXPECT_EQ(Output::string_of(e, "cat"), "gpu_user_annotation");
     EXPECT_EQ(Output::string_of(e, "ph"), "X");
     EXPECT_EQ(Output::int_of(e, "pid"), 0);
-    EXPECT_EQ(Output::int_of(e, "tid"), 2007);
+    EXPECT_EQ(Output::int_of(e, "tid"), annotation_tid("compute"));
     fwd_spans.push_back({Output::number_of(e, "ts"), Output::number_of(e, "dur")});
   }
   std::sort(fwd_spans.begin(), fwd_spans.end());
   EXPECT_EQ(fwd_spans, (std::vector<std::pair<double, double>>{{0, 20}, {30, 10}}));
   EXPECT_EQ(Output::number_of(bwd[0], "ts"), 40);
   EXPECT_EQ(Output::number_of(bwd[0], "dur"), 15);
-  EXPECT_EQ(Output::int_of(bwd[0], "tid"), 2007);
+  EXPECT_EQ(Output::int_of(bwd[0], "tid"), annotation_tid("compute"));
   simdjson::dom::object args;
   ASSERT_EQ(bwd[0]["args"].get_object().get(args), simdjson::SUCCESS);
   EXPECT_EQ(args.size(), 0u);
-  EXPECT_EQ(out.label(0, 2007), "Compute annotations");
+  EXPECT_EQ(out.label(0, annotation_tid("compute")), "Compute annotations");
 }
 
 TEST(KernelAnnotations, SlicesKeepTheirArgsName) {
@@ -289,8 +289,10 @@ std::vector<Meta> thread_metadata(const Output& out) {
 }  // namespace
 
 TEST(LaneMetadata, EachLaneGetsANameAndASortIndexAndAnnotatedTracksSortDirectlyAbove) {
-  // Two compute lanes (1008, 1009) and one memcpy lane (1010); only Compute 2 and the
-  // memcpy lane have annotations (tracks 2011 and 2012; 2010 stays empty).
+  // Two compute lanes and one memcpy lane; only Compute 2 and the memcpy lane have
+  // annotations (Compute 1's annotation track stays empty).
+  const int64_t compute1 = lane_tid("compute", 0), compute2 = lane_tid("compute", 1), memcpy = lane_tid("memcpy");
+  const int64_t compute2_annotations = annotation_tid("compute", 1), memcpy_annotations = annotation_tid("memcpy");
   auto out = compact_output(trace_json({
       kernel(0, 7, "0", "20"),
       kernel(0, 8, "5", "20"),
@@ -298,20 +300,20 @@ TEST(LaneMetadata, EachLaneGetsANameAndASortIndexAndAnnotatedTracksSortDirectlyA
       annotation(0, 8, "6", "1", "on_compute_2"),
       annotation(0, 7, "51", "1", "on_memcpy"),
   }));
-  EXPECT_EQ(Output::int_of(out.one("on_compute_2"), "tid"), 2011);
-  EXPECT_EQ(Output::int_of(out.one("on_memcpy"), "tid"), 2012);
+  EXPECT_EQ(Output::int_of(out.one("on_compute_2"), "tid"), compute2_annotations);
+  EXPECT_EQ(Output::int_of(out.one("on_memcpy"), "tid"), memcpy_annotations);
   std::vector<Meta> metas = thread_metadata(out);
   std::vector<std::tuple<std::string, int64_t, std::string, int64_t>> got, want = {
-                                                                               {"thread_name", 1008, "Compute 1", -1},
-                                                                               {"thread_sort_index", 1008, "", 0},
-                                                                               {"thread_name", 2011, "Compute 2 annotations", -1},
-                                                                               {"thread_sort_index", 2011, "", 1},
-                                                                               {"thread_name", 1009, "Compute 2", -1},
-                                                                               {"thread_sort_index", 1009, "", 2},
-                                                                               {"thread_name", 2012, "GPU memcpy annotations", -1},
-                                                                               {"thread_sort_index", 2012, "", 3},
-                                                                               {"thread_name", 1010, "GPU memcpy", -1},
-                                                                               {"thread_sort_index", 1010, "", 4},
+                                                                               {"thread_name", compute1, "Compute 1", -1},
+                                                                               {"thread_sort_index", compute1, "", 0},
+                                                                               {"thread_name", compute2_annotations, "Compute 2 annotations", -1},
+                                                                               {"thread_sort_index", compute2_annotations, "", 1},
+                                                                               {"thread_name", compute2, "Compute 2", -1},
+                                                                               {"thread_sort_index", compute2, "", 2},
+                                                                               {"thread_name", memcpy_annotations, "GPU memcpy annotations", -1},
+                                                                               {"thread_sort_index", memcpy_annotations, "", 3},
+                                                                               {"thread_name", memcpy, "GPU memcpy", -1},
+                                                                               {"thread_sort_index", memcpy, "", 4},
                                                                            };
   for (const auto& m : metas) got.emplace_back(m.name, m.tid, m.label, m.sort_index);
   EXPECT_EQ(got, want);

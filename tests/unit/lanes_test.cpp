@@ -1,7 +1,12 @@
 // Lane packing (SPEC 4), semantic groups (SPEC 3), lane and annotation-track tids.
+#include <set>
+
 #include "test_support.hpp"
 #include "tracelane/classify.hpp"
 #include "tracelane/lanes.hpp"
+#include "tracelane/rules.hpp"
+#include "tracelane/summary.hpp"
+#include "tracelane/track_tids.hpp"
 
 using namespace tracelane;
 using namespace tracelane::testing;
@@ -166,8 +171,8 @@ TEST(CompactLanes, GroupsAreLaidOutInGroupOrderWhateverTheEventOrder) {
   EXPECT_EQ(labels, (std::vector<std::string>{"Compute", "Symmetric-memory barrier", "NCCL all-gather",
                                               "NCCL reduce-scatter", "NCCL all-reduce", "NCCL other", "GPU memcpy",
                                               "GPU memset"}));
-  // Lane tids count up in that order from the largest input tid (8) + 1000.
-  for (size_t i = 0; i < result.lanes.size(); ++i) EXPECT_EQ(result.lanes[i].tid, 1008 + int64_t(i));
+  // Lane tids are 1'00'GG'0000'0 with GG the group's place in that order (SPEC 9.11).
+  for (size_t i = 0; i < result.lanes.size(); ++i) EXPECT_EQ(result.lanes[i].tid, 1000000000 + int64_t(i) * 100000);
   EXPECT_EQ(result.summary.original_streams, 8u);
   EXPECT_EQ(result.summary.compacted_lanes, 8u);
   std::map<std::string, size_t> ones = {{"compute", 1},
@@ -205,34 +210,53 @@ TEST(CompactLanes, OneLaneInAGroupHasNoNumberInItsLabel) {
       kernel(0, 8, "12", "5", "gemm"),
       kernel(0, 9, "10", "5", "ncclDevKernel_AllGather"),
   }));
-  EXPECT_EQ(out.label(0, 1009), "Compute 1");
-  EXPECT_EQ(out.label(0, 1010), "Compute 2");
-  EXPECT_EQ(out.label(0, 1011), "NCCL all-gather");
+  EXPECT_EQ(out.label(0, lane_tid("compute", 0)), "Compute 1");
+  EXPECT_EQ(out.label(0, lane_tid("compute", 1)), "Compute 2");
+  EXPECT_EQ(out.label(0, lane_tid("nccl_all_gather")), "NCCL all-gather");
 }
 
 TEST(CompactLanes, EverySliceGetsItsLaneTidAsTidAndStream) {
   auto out = compact_output(trace_json({kernel(0, 7, "10", "5", "a"), kernel(0, 8, "12", "5", "b")}));
   auto a = out.one("a"), b = out.one("b");
-  EXPECT_EQ(Output::int_of(a, "tid"), 1008);
-  EXPECT_EQ(Output::int_of(a["args"], "stream"), 1008);
-  EXPECT_EQ(Output::int_of(b, "tid"), 1009);
-  EXPECT_EQ(Output::int_of(b["args"], "stream"), 1009);
+  EXPECT_EQ(Output::int_of(a, "tid"), 1000000000);
+  EXPECT_EQ(Output::int_of(a["args"], "stream"), 1000000000);
+  EXPECT_EQ(Output::int_of(b, "tid"), 1000000010);
+  EXPECT_EQ(Output::int_of(b["args"], "stream"), 1000000010);
   EXPECT_EQ(Output::int_of(a, "pid"), 0);
 }
 
-TEST(CompactLanes, LaneTidsStartAThousandAboveTheLargestIntegerTidOfAnyEvent) {
-  // A CPU thread with tid 5000 and a string tid: only integer tids count.
-  auto result = compact_text(trace_json({
-      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 5000, "ts": 1, "dur": 1})",
-      R"({"ph": "X", "cat": "user", "name": "span", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 1, "dur": 1})",
-      kernel(0, 7, "10", "5"),
-  }));
-  ASSERT_EQ(result.lanes.size(), 1u);
-  EXPECT_EQ(result.lanes[0].tid, 6000);
+TEST(CompactLanes, LaneTidsDoNotDependOnTheTraceOwnTids) {
+  // Two ranks of one job: other CPU thread ids, other stream ids, another GPU pid. The
+  // same lanes get the same tids (SPEC 9.11); before, they counted up from each rank's
+  // largest tid (6000.. on one, 71000.. on the other).
+  auto rank = [](int pid, int cpu_tid, int first_stream) {
+    return compact_text(trace_json({
+        R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": )" + std::to_string(cpu_tid) +
+            R"(, "ts": 1, "dur": 1})",
+        R"({"ph": "X", "cat": "user", "name": "span", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 1, "dur": 1})",
+        kernel(pid, first_stream, "10", "5", "gemm"),
+        kernel(pid, first_stream + 1, "12", "5", "gemm"),
+        kernel(pid, first_stream + 2, "12", "5", "ncclDevKernel_AllReduce"),
+        annotation(pid, first_stream, "11", "1", "fwd"),
+    }));
+  };
+  auto a = rank(0, 5000, 7), b = rank(3, 70000, 20);
+  ASSERT_EQ(a.lanes.size(), 3u);
+  ASSERT_EQ(b.lanes.size(), 3u);
+  for (size_t i = 0; i < a.lanes.size(); ++i) {
+    EXPECT_EQ(a.lanes[i].label, b.lanes[i].label) << i;
+    EXPECT_EQ(a.lanes[i].tid, b.lanes[i].tid) << a.lanes[i].label;
+    EXPECT_EQ(a.lanes[i].annotation_tid, b.lanes[i].annotation_tid) << a.lanes[i].label;
+  }
+  EXPECT_EQ(a.lanes[0].tid, lane_tid("compute", 0));
+  EXPECT_EQ(a.lanes[1].tid, lane_tid("compute", 1));
+  EXPECT_EQ(a.lanes[2].tid, lane_tid("nccl_all_reduce", 0));
+  EXPECT_EQ(a.summary.lane_tids_unaligned, 0u);
+  EXPECT_EQ(Output(write_compacted(a)).label(0, annotation_tid("compute")), "Compute 1 annotations");
 }
 
-TEST(CompactLanes, LaneTidsCountUpThroughPidsAscendingThenGroupsThenLanes) {
-  // pid 1 is listed first but pid 0 gets the lower tids.
+TEST(CompactLanes, EachGpuPidOfATraceHasItsOwnDigitsAscending) {
+  // pid 1 is listed first but pid 0 is the trace's first GPU.
   auto result = compact_text(trace_json({
       kernel(1, 7, "0", "10", "gemm"),
       kernel(1, 9, "0", "10", "ncclDevKernel_AllGather"),
@@ -245,11 +269,11 @@ TEST(CompactLanes, LaneTidsCountUpThroughPidsAscendingThenGroupsThenLanes) {
     int64_t pid, tid;
     std::string label;
   };
-  std::vector<Want> want = {{0, 1020, "Compute 1"},
-                            {0, 1021, "Compute 2"},
-                            {0, 1022, "NCCL all-gather"},
-                            {1, 1023, "Compute"},
-                            {1, 1024, "NCCL all-gather"}};
+  std::vector<Want> want = {{0, 1000000000, "Compute 1"},
+                            {0, 1000000010, "Compute 2"},
+                            {0, 1000200000, "NCCL all-gather"},
+                            {1, 1010000000, "Compute"},
+                            {1, 1010200000, "NCCL all-gather"}};
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(result.lanes[i].pid, want[i].pid) << i;
     EXPECT_EQ(result.lanes[i].tid, want[i].tid) << i;
@@ -257,21 +281,134 @@ TEST(CompactLanes, LaneTidsCountUpThroughPidsAscendingThenGroupsThenLanes) {
   }
 }
 
-TEST(CompactLanes, AnnotationTracksStartAThousandAboveTheLastLaneTid) {
+TEST(CompactLanes, AnAnnotationTrackEndsInOneAndItsSubTrackNInN) {
+  // Eleven annotations on one lane, each crossing all before it: the annotation track and
+  // sub-tracks (2) .. (11). Sub-tracks up to (9) have their aligned tid; (10) and (11) do
+  // not fit the last digit and are counted.
+  std::vector<std::string> events = {kernel(0, 7, "0", "100")};
+  for (int i = 0; i < 11; ++i)
+    events.push_back(annotation(0, 7, std::to_string(i), "20", "a" + std::to_string(i)));
+  auto result = compact_text(trace_json(events));
+  ASSERT_EQ(result.lanes.size(), 1u);
+  const Lane& lane = result.lanes[0];
+  EXPECT_EQ(lane.tid, 1000000000);
+  EXPECT_EQ(lane.annotation_tid, 1000000001);
+  ASSERT_EQ(lane.annotation_subtracks.size(), 10u);
+  for (uint32_t n = 2; n <= 9; ++n) EXPECT_EQ(lane.annotation_subtracks[n - 2], 1000000000 + n) << n;
+  EXPECT_EQ(lane.annotation_subtracks[8], TrackTids::kEnd);
+  EXPECT_EQ(lane.annotation_subtracks[9], TrackTids::kEnd + 1);
+  EXPECT_EQ(result.summary.lane_tids_unaligned, 2u);
+  Output out(write_compacted(result));
+  EXPECT_EQ(out.label(0, 1000000005), "Compute annotations (5)");
+  EXPECT_EQ(out.label(0, TrackTids::kEnd + 1), "Compute annotations (11)");
+}
+
+TEST(CompactLanes, ATidTheTraceAlreadyUsesIsNeverHandedOut) {
+  // A CPU thread (of another pid, even) already has Compute 2's aligned tid, and another
+  // the first fallback: Compute 2 falls back to the next free tid from 2*10^9; the other
+  // lanes keep theirs. The fallback is counted and shows in the summary.
   auto result = compact_text(trace_json({
-      kernel(1, 7, "0", "10"),
-      kernel(0, 7, "0", "10"),
-      kernel(0, 8, "5", "10"),
-      slice_event("gpu_memcpy", "Memcpy HtoD", 0, 3, "0", "1"),
+      R"({"ph": "X", "cat": "cpu_op", "name": "mm", "pid": 100, "tid": 1000000010, "ts": 1, "dur": 1})",
+      R"({"ph": "i", "name": "mark", "pid": 100, "tid": 2000000000, "ts": 1, "s": "t"})",
+      kernel(0, 7, "10", "5", "gemm"),
+      kernel(0, 8, "12", "5", "gemm"),
+      kernel(0, 9, "12", "5", "ncclDevKernel_AllReduce"),
   }));
-  ASSERT_EQ(result.lanes.size(), 4u);
-  // Lanes 1008..1011; annotation tracks 2011.. in (pid, lane tid) order.
-  for (size_t i = 0; i < result.lanes.size(); ++i) {
-    EXPECT_EQ(result.lanes[i].tid, 1008 + int64_t(i));
-    EXPECT_EQ(result.lanes[i].annotation_tid, 2011 + int64_t(i));
+  ASSERT_EQ(result.lanes.size(), 3u);
+  EXPECT_EQ(result.lanes[0].tid, lane_tid("compute", 0));
+  EXPECT_EQ(result.lanes[1].tid, TrackTids::kEnd + 1);
+  EXPECT_EQ(result.lanes[2].tid, lane_tid("nccl_all_reduce", 0));
+  EXPECT_EQ(result.lanes[1].annotation_tid, annotation_tid("compute", 1));
+  EXPECT_EQ(result.summary.lane_tids_unaligned, 1u);
+  std::string summary = compaction_summary(result.summary, false).dump(-1);
+  EXPECT_NE(summary.find(R"("lane_tids_unaligned": 1)"), std::string::npos) << summary;
+  Output out(write_compacted(result));
+  EXPECT_EQ(out.label(0, TrackTids::kEnd + 1), "Compute 2");
+  EXPECT_EQ(Output::int_of(out.one("mm"), "tid"), 1000000010);
+}
+
+TEST(CompactLanes, ASummaryWithEveryTrackAlignedHasNoUnalignedKey) {
+  auto result = compact_text(trace_json({kernel(0, 7, "10", "5")}));
+  EXPECT_EQ(compaction_summary(result.summary, true).dump().find("lane_tids_unaligned"), std::string::npos);
+}
+
+TEST(CompactLanes, ManyLanesAreAlignedUpToTenThousandInAGroup) {
+  // 10001 kernels at once on one stream: 10001 compute lanes. Numbers 0..9999 fit four
+  // digits; the last lane (and its annotation track) fall back, collision-free.
+  std::vector<std::string> events;
+  for (int i = 0; i < 10001; ++i) events.push_back(kernel(0, 7, "0", "10", "k" + std::to_string(i)));
+  auto result = compact_text(trace_json(events));
+  ASSERT_EQ(result.lanes.size(), 10001u);
+  for (uint32_t k = 0; k < 10000; ++k) {
+    ASSERT_EQ(result.lanes[k].tid, 1000000000 + int64_t(k) * 10) << k;
+    ASSERT_EQ(result.lanes[k].annotation_tid, 1000000001 + int64_t(k) * 10) << k;
   }
-  EXPECT_EQ(result.lanes[2].label, "GPU memcpy");
-  EXPECT_EQ(result.lanes[3].pid, 1);
+  std::set<int64_t> tids;
+  for (const Lane& lane : result.lanes) {
+    tids.insert(lane.tid);
+    tids.insert(lane.annotation_tid);
+  }
+  EXPECT_EQ(tids.size(), 2 * 10001u);
+  EXPECT_GE(result.lanes[10000].tid, TrackTids::kEnd);
+  EXPECT_GE(result.lanes[10000].annotation_tid, TrackTids::kEnd);
+  EXPECT_EQ(result.summary.lane_tids_unaligned, 2u);
+}
+
+TEST(CompactLanes, GroupsFromARulesFileNumberTheirDigitsInTheFileOrder) {
+  // With --rules the group digits follow the rules' group order: the same rules on every
+  // rank give the same tids.
+  Rules rules = Rules::parse(R"({"groups": [{"id": "attention", "label": "Attention"}, {"id": "compute", "label": "Compute"}],
+                                  "classify": [{"name_regex": "attn", "group": "attention"}, {"group": "compute"}]})",
+                             "rules.json");
+  CompactOptions options;
+  options.rules = &rules;
+  auto result = compact_text(trace_json({kernel(0, 7, "0", "10", "gemm"), kernel(0, 8, "0", "10", "flash_attn_fwd"),
+                                         kernel(0, 9, "5", "10", "flash_attn_bwd")}),
+                             options);
+  ASSERT_EQ(result.lanes.size(), 3u);
+  EXPECT_EQ(result.lanes[0].label, "Attention 1");
+  EXPECT_EQ(result.lanes[0].tid, *TrackTids::aligned({0, 0, 0, kLaneTrack}));
+  EXPECT_EQ(result.lanes[1].tid, *TrackTids::aligned({0, 0, 1, kLaneTrack}));
+  EXPECT_EQ(result.lanes[2].label, "Compute");
+  EXPECT_EQ(result.lanes[2].tid, *TrackTids::aligned({0, 1, 0, kLaneTrack}));
+  EXPECT_EQ(result.lanes[2].tid, 1000100000);
+}
+
+// --- TrackTids, the rule on its own ------------------------------------------------------
+
+TEST(TrackTids, AlignedTidsSpellTheKeyInDecimalDigits) {
+  EXPECT_EQ(TrackTids::aligned({0, 0, 0, kLaneTrack}), 1000000000);
+  EXPECT_EQ(TrackTids::aligned({12, 34, 5678, 9}), 1123456789);
+  EXPECT_EQ(TrackTids::aligned({99, 99, 9999, 9}), 1999999999);
+  EXPECT_EQ(TrackTids::aligned({100, 0, 0, 0}), std::nullopt);
+  EXPECT_EQ(TrackTids::aligned({0, 100, 0, 0}), std::nullopt);
+  EXPECT_EQ(TrackTids::aligned({0, 0, 10000, 0}), std::nullopt);
+  EXPECT_EQ(TrackTids::aligned({0, 0, 0, 10}), std::nullopt);
+}
+
+TEST(TrackTids, AKeyAskedAgainGetsTheSameTidAndIsCountedOnce) {
+  Trace trace = parse_trace(trace_json({R"({"ph": "i", "name": "x", "pid": 1, "tid": 1000000000, "ts": 1, "s": "t"})"}),
+                            "t.json");
+  TrackTids tids(trace.events);
+  int64_t first = tids.tid({0, 0, 0, kLaneTrack});
+  EXPECT_EQ(first, TrackTids::kEnd);
+  EXPECT_EQ(tids.tid({0, 0, 0, kLaneTrack}), first);
+  EXPECT_EQ(tids.tid({0, 0, 0, kAnnotationTrack}), 1000000001);
+  EXPECT_EQ(tids.tid({0, 0, 0, kAnnotationTrack}), 1000000001);
+  EXPECT_EQ(tids.unaligned(), 1u);
+}
+
+TEST(TrackTids, FallbacksSkipEveryTidTheTraceUsesAboveTheAlignedRange) {
+  Trace trace = parse_trace(trace_json({
+                                R"({"ph": "i", "name": "x", "pid": 1, "tid": 2000000000, "ts": 1, "s": "t"})",
+                                R"({"ph": "i", "name": "y", "pid": 2, "tid": 2000000001, "ts": 1, "s": "t"})",
+                                R"({"ph": "i", "name": "z", "pid": 2, "tid": 2000000003, "ts": 1, "s": "t"})",
+                            }),
+                            "t.json");
+  TrackTids tids(trace.events);
+  EXPECT_EQ(tids.tid({0, 0, 0, 10}), 2000000002);
+  EXPECT_EQ(tids.tid({0, 0, 1, 10}), 2000000004);
+  EXPECT_EQ(tids.unaligned(), 2u);
 }
 
 TEST(CompactLanes, MainComputeAndUnshardTracksAreTheFirstComputeAndFirstTwoAllGatherLanes) {

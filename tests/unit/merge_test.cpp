@@ -235,8 +235,8 @@ TEST(MergeRanks, ProcessAndThreadNamesGetThePpRankPrefixAndOldSortIndicesGo) {
   auto names = process_names(out);
   EXPECT_TRUE(has(names[3], "PP rank 1 | python"));
   EXPECT_EQ(out.label(3, 100), "PP rank 1 | main thread");
-  EXPECT_EQ(out.label(4, 1100), "PP rank 1 | Compute");
-  EXPECT_EQ(out.label(2, 1100), "PP rank 0 | Compute");
+  EXPECT_EQ(out.label(4, lane_tid("compute")), "PP rank 1 | Compute");
+  EXPECT_EQ(out.label(2, lane_tid("compute")), "PP rank 0 | Compute");
   bool spans_prefixed = false;
   for (auto e : out.named("process_name"))
     if (Output::string_of(e, "pid") == "Spans") spans_prefixed = Output::string_of(e["args"], "name") == "PP rank 1 | Spans";
@@ -262,7 +262,7 @@ TEST(MergeRanks, FlowIdsAreRenumberedPerRankWithDistinctIdTexts) {
   EXPECT_EQ(Output::int_of(out.one("rank1_5"), "id"), 2000000000);
   // The moved GPU endpoint is on its lane and renumbered pid.
   EXPECT_EQ(Output::int_of(out.one("int_5_again"), "pid"), 2);
-  EXPECT_EQ(Output::int_of(out.one("int_5_again"), "tid"), 1100);
+  EXPECT_EQ(Output::int_of(out.one("int_5_again"), "tid"), lane_tid("compute"));
 }
 
 // --- top level and arrows -----------------------------------------------------------------

@@ -7,7 +7,8 @@ using namespace tracelane::testing;
 namespace {
 
 // Stream 7 holds two overlapping kernels, so they land on two lanes: "early" [0,20] on
-// Compute 1 (tid 1007) and "late" [5,30] on Compute 2 (tid 1008).
+// Compute 1 and "late" [5,30] on Compute 2.
+const int64_t kCompute1 = lane_tid("compute", 0), kCompute2 = lane_tid("compute", 1);
 std::vector<std::string> two_lane_stream() {
   return {kernel(0, 7, "0", "20", "early"), kernel(0, 7, "5", "25", "late")};
 }
@@ -25,9 +26,9 @@ int64_t tid_of_named(const Output& out, std::string_view name) { return Output::
 
 TEST(RemapFlows, AFlowEndpointFollowsTheSliceStartingExactlyAtItsTs) {
   auto out = compact_output(trace_json(with(two_lane_stream(), {flow("f", "ac2g", "1", 0, 7, "5", "to_late")})));
-  EXPECT_EQ(tid_of_named(out, "late"), 1008);
+  EXPECT_EQ(tid_of_named(out, "late"), kCompute2);
   auto f = out.one("to_late");
-  EXPECT_EQ(Output::int_of(f, "tid"), 1008);
+  EXPECT_EQ(Output::int_of(f, "tid"), kCompute2);
   EXPECT_EQ(Output::int_of(f, "pid"), 0);
   EXPECT_EQ(Output::number_of(f, "ts"), 5);
 }
@@ -37,7 +38,7 @@ TEST(RemapFlows, AnExactStartWinsOverAContainingSlice) {
   auto result = compact_text(trace_json(with(two_lane_stream(), {flow("s", "ac2g", "1", 0, 7, "5", "x")})));
   EXPECT_EQ(result.summary.gpu_flow_endpoints_mapped, 1u);
   Output out(write_compacted(result));
-  EXPECT_EQ(tid_of_named(out, "x"), 1008);
+  EXPECT_EQ(tid_of_named(out, "x"), kCompute2);
 }
 
 TEST(RemapFlows, WhenSeveralSlicesStartAtTsTheLatestInTraceEventsWins) {
@@ -48,9 +49,9 @@ TEST(RemapFlows, WhenSeveralSlicesStartAtTsTheLatestInTraceEventsWins) {
       kernel(0, 7, "10", "5", "second_listed"),
       flow("f", "ac2g", "1", 0, 7, "10", "arrow"),
   }));
-  EXPECT_EQ(tid_of_named(out, "first_listed"), 1007);
-  EXPECT_EQ(tid_of_named(out, "second_listed"), 1008);
-  EXPECT_EQ(tid_of_named(out, "arrow"), 1008);
+  EXPECT_EQ(tid_of_named(out, "first_listed"), kCompute1);
+  EXPECT_EQ(tid_of_named(out, "second_listed"), kCompute2);
+  EXPECT_EQ(tid_of_named(out, "arrow"), kCompute2);
 }
 
 TEST(RemapFlows, LatestInTraceEventsWinsEvenWhenItIsTheShorterSlice) {
@@ -59,20 +60,20 @@ TEST(RemapFlows, LatestInTraceEventsWinsEvenWhenItIsTheShorterSlice) {
       kernel(0, 7, "10", "2", "second_listed"),
       flow("f", "ac2g", "1", 0, 7, "10", "arrow"),
   }));
-  EXPECT_EQ(tid_of_named(out, "second_listed"), 1007);
-  EXPECT_EQ(tid_of_named(out, "first_listed"), 1008);
-  EXPECT_EQ(tid_of_named(out, "arrow"), 1007);
+  EXPECT_EQ(tid_of_named(out, "second_listed"), kCompute1);
+  EXPECT_EQ(tid_of_named(out, "first_listed"), kCompute2);
+  EXPECT_EQ(tid_of_named(out, "arrow"), kCompute1);
 }
 
 TEST(RemapFlows, WithoutAnExactStartAFlowFollowsTheSliceContainingIt) {
   // ts 25 lies only inside "late" ([5,30]); "early" ended at 20.
   auto out = compact_output(trace_json(with(two_lane_stream(), {flow("t", "async", "1", 0, 7, "25", "inside")})));
-  EXPECT_EQ(tid_of_named(out, "inside"), 1008);
+  EXPECT_EQ(tid_of_named(out, "inside"), kCompute2);
 }
 
 TEST(RemapFlows, AFlowAtASliceEndCountsAsContained) {
   auto out = compact_output(trace_json(with(two_lane_stream(), {flow("f", "async", "1", 0, 7, "30", "at_end")})));
-  EXPECT_EQ(tid_of_named(out, "at_end"), 1008);
+  EXPECT_EQ(tid_of_named(out, "at_end"), kCompute2);
 }
 
 TEST(RemapFlows, EveryFlowCategoryMoves) {
@@ -86,7 +87,7 @@ TEST(RemapFlows, EveryFlowCategoryMoves) {
   EXPECT_EQ(result.summary.gpu_flow_endpoints_unmapped, 0u);
   Output out(write_compacted(result));
   for (const auto& cat : cats)
-    for (const char* ph : {"s", "t", "f"}) EXPECT_EQ(tid_of_named(out, cat + "_" + ph), 1008) << cat << " " << ph;
+    for (const char* ph : {"s", "t", "f"}) EXPECT_EQ(tid_of_named(out, cat + "_" + ph), kCompute2) << cat << " " << ph;
 }
 
 TEST(RemapFlows, AnUnmappableEndpointStaysWhereItWasAndIsCounted) {
@@ -97,7 +98,7 @@ TEST(RemapFlows, AnUnmappableEndpointStaysWhereItWasAndIsCounted) {
   Output out(write_compacted(result));
   EXPECT_EQ(tid_of_named(out, "lost"), 7);
   EXPECT_TRUE(out.contains(lost)) << "an unmoved flow keeps its bytes";
-  EXPECT_EQ(tid_of_named(out, "found"), 1007);
+  EXPECT_EQ(tid_of_named(out, "found"), kCompute1);
 }
 
 TEST(RemapFlows, AFlowBeforeEverySliceIsUnmapped) {
@@ -124,7 +125,8 @@ TEST(RemapFlows, AMovedFlowKeepsItsIdAndTsText) {
   auto flows = out.with_ph("f");
   ASSERT_EQ(flows.size(), 1u);
   EXPECT_EQ(Output::int_of(flows[0], "id"), 42);
-  EXPECT_TRUE(out.contains(R"("id": 42, "pid": 0, "tid": 1007, "ts": 10.500, "bp": "e")")) << out.text;
+  EXPECT_TRUE(out.contains(R"("id": 42, "pid": 0, "tid": )" + std::to_string(kCompute1) + R"(, "ts": 10.500, "bp": "e")"))
+      << out.text;
 }
 
 // --- annotations ---------------------------------------------------------------------
@@ -132,7 +134,8 @@ TEST(RemapFlows, AMovedFlowKeepsItsIdAndTsText) {
 namespace {
 
 // Stream 7 holds a compute kernel [0,10] and an all-gather kernel [100,110]: two lanes
-// (Compute tid 1007, NCCL all-gather tid 1008) with annotation tracks 2008 and 2009.
+// (Compute, NCCL all-gather), each with its annotation track.
+const int64_t kComputeAnnotations = annotation_tid("compute"), kGatherAnnotations = annotation_tid("nccl_all_gather");
 std::vector<std::string> compute_then_gather() {
   return {kernel(0, 7, "0", "10", "gemm"), kernel(0, 7, "100", "10", "ncclDevKernel_AllGather")};
 }
@@ -142,10 +145,10 @@ std::vector<std::string> compute_then_gather() {
 TEST(RemapAnnotations, AnAnnotationMovesToTheAnnotationTrackOfTheSliceContainingIt) {
   auto result = compact_text(trace_json(with(compute_then_gather(), {annotation(0, 7, "102", "3", "in_gather")})));
   ASSERT_EQ(result.lanes.size(), 2u);
-  EXPECT_EQ(result.lanes[1].annotation_tid, 2009);
+  EXPECT_EQ(result.lanes[1].annotation_tid, kGatherAnnotations);
   EXPECT_EQ(result.summary.gpu_annotations_mapped, 1u);
   Output out(write_compacted(result));
-  EXPECT_EQ(tid_of_named(out, "in_gather"), 2009);
+  EXPECT_EQ(tid_of_named(out, "in_gather"), kGatherAnnotations);
   EXPECT_EQ(Output::number_of(out.one("in_gather"), "ts"), 102);
   EXPECT_EQ(Output::number_of(out.one("in_gather"), "dur"), 3);
 }
@@ -157,16 +160,16 @@ TEST(RemapAnnotations, AnAnnotationInAGapMovesToTheNearestSlice) {
                                                                        annotation(0, 7, "200", "1", "after_all"),
                                                                        annotation(0, 7, "-5", "1", "before_all"),
                                                                    })));
-  EXPECT_EQ(tid_of_named(out, "near_compute"), 2008);
-  EXPECT_EQ(tid_of_named(out, "near_gather"), 2009);
-  EXPECT_EQ(tid_of_named(out, "after_all"), 2009);
-  EXPECT_EQ(tid_of_named(out, "before_all"), 2008);
+  EXPECT_EQ(tid_of_named(out, "near_compute"), kComputeAnnotations);
+  EXPECT_EQ(tid_of_named(out, "near_gather"), kGatherAnnotations);
+  EXPECT_EQ(tid_of_named(out, "after_all"), kGatherAnnotations);
+  EXPECT_EQ(tid_of_named(out, "before_all"), kComputeAnnotations);
 }
 
 TEST(RemapAnnotations, ATieGoesToTheEarlierCandidate) {
   // ts 55 is 45 from the compute slice's end and 45 from the all-gather's start.
   auto out = compact_output(trace_json(with(compute_then_gather(), {annotation(0, 7, "55", "1", "tie")})));
-  EXPECT_EQ(tid_of_named(out, "tie"), 2008);
+  EXPECT_EQ(tid_of_named(out, "tie"), kComputeAnnotations);
 }
 
 TEST(RemapAnnotations, OnlyTheNeighboursOfTheInsertionPointAreCandidates) {
@@ -190,7 +193,7 @@ TEST(RemapAnnotations, AnAnnotationAtASliceStartGoesToThatSlice) {
   // p counts slices starting strictly before ts: at ts 100 that is 1, and candidate
   // positions 0..2 give the all-gather distance 0.
   auto out = compact_output(trace_json(with(compute_then_gather(), {annotation(0, 7, "100", "1", "at_start")})));
-  EXPECT_EQ(tid_of_named(out, "at_start"), 2009);
+  EXPECT_EQ(tid_of_named(out, "at_start"), kGatherAnnotations);
 }
 
 TEST(RemapAnnotations, AnnotationsOffOldStreamsStayAndAreNotCounted) {
@@ -269,18 +272,18 @@ TEST(LegacyKineto, StreamNTidsAreOldStreamsAndTheirEventsFollow) {
   EXPECT_EQ(result.lanes[0].label, "Compute");
   EXPECT_EQ(result.lanes[1].label, "GPU memcpy");
   EXPECT_EQ(result.lanes[2].label, "GPU memset");
-  EXPECT_EQ(result.lanes[0].tid, 1040);  // only integer tids count for the base
+  EXPECT_EQ(result.lanes[0].tid, lane_tid("compute"));
   EXPECT_EQ(result.summary.gpu_flow_endpoints_mapped, 1u);
   EXPECT_EQ(result.summary.gpu_annotations_mapped, 1u);
   Output out(write_compacted(result));
-  EXPECT_EQ(tid_of_named(out, "volta_sgemm"), 1040);
-  EXPECT_EQ(Output::int_of(out.one("volta_sgemm")["args"], "stream"), 1040);
-  EXPECT_EQ(tid_of_named(out, "Memcpy HtoD"), 1041);
-  EXPECT_EQ(tid_of_named(out, "launch"), 1041);
+  EXPECT_EQ(tid_of_named(out, "volta_sgemm"), lane_tid("compute"));
+  EXPECT_EQ(Output::int_of(out.one("volta_sgemm")["args"], "stream"), lane_tid("compute"));
+  EXPECT_EQ(tid_of_named(out, "Memcpy HtoD"), lane_tid("memcpy"));
+  EXPECT_EQ(tid_of_named(out, "launch"), lane_tid("memcpy"));
   EXPECT_EQ(tid_of_named(out, "step"), result.lanes[0].annotation_tid);
   // The old stream's thread_name is gone; the lanes have their own.
   for (auto e : out.named("thread_name")) EXPECT_NE(Output::string_of(e, "tid"), "stream 7");
-  EXPECT_EQ(out.label(0, 1040), "Compute");
+  EXPECT_EQ(out.label(0, lane_tid("compute")), "Compute");
 }
 
 TEST(LegacyKineto, AStringTidThatIsNotItsStreamIsAnError) {
