@@ -21,6 +21,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "printable.hpp"
@@ -77,20 +78,31 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-// JSON text safe inside a <script> element: '<', '>' and '&' only occur in strings there,
-// where \u escapes mean the same characters.
+// JSON text (JsonValue::dump(-1)'s) safe inside a <script> element: '<', '>' and '&' only
+// occur in strings there, where \u escapes mean the same characters. The spaces dump(-1)
+// writes after ',' and ':' outside strings are left out (a big sweep's data is MBs).
 std::string script_safe(const std::string& json) {
   std::string out;
   out.reserve(json.size() + json.size() / 64);
-  for (char c : json) {
-    if (c == '<')
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (c == '<') {
       out += "\\u003c";
-    else if (c == '>')
+    } else if (c == '>') {
       out += "\\u003e";
-    else if (c == '&')
+    } else if (c == '&') {
       out += "\\u0026";
-    else
+    } else {
       out += c;
+      if (in_string && c == '\\') {
+        out += json[++i];  // an escaped character, '"' included
+      } else if (c == '"') {
+        in_string = !in_string;
+      } else if (!in_string && (c == ',' || c == ':') && i + 1 < json.size() && json[i + 1] == ' ') {
+        ++i;
+      }
+    }
   }
   return out;
 }
@@ -160,6 +172,24 @@ JsonValue copy_plain(const PageReader& reader, element value, const std::string&
   reader.fail(where, "unexpected value");
 }
 
+// The columns the page shows or uses, in the order of its data's rows.
+const char* const kPageColumns[] = {
+    "kind", "dir", "file", "run", "iteration", "rank", "pp_rank", "ranks", "pp_order", "pp_order_source",
+    "time_alignment", "input_bytes", "output_bytes", "events", "measured_slices", "original_streams",
+    "compacted_lanes", "compaction_ratio", "pp_send_recv_pairs", "pp_send_recv_unmatched",
+    "pp_compute_dependency_pairs", "pp_compute_dependency_unmatched", "output", "seconds", "status", "error"};
+
+// Lane group names, each written once in the data: rows refer to them by index.
+struct Groups {
+  std::map<std::string, int64_t> index;
+  JsonValue names = JsonValue::array();
+  JsonValue of(std::string_view name) {
+    auto [it, inserted] = index.emplace(std::string(name), int64_t(index.size()));
+    if (inserted) names.push(JsonValue::string(std::string(name)));
+    return JsonValue::integer(it->second);
+  }
+};
+
 // A report cell as the page holds it, checked like parse_report_json checks it (type only:
 // the page shows what the report says).
 JsonValue cell_json(const PageReader& reader, element value, const Column& column, const std::string& where) {
@@ -187,15 +217,18 @@ struct Figures {
   std::optional<JsonValue> timeline;
 };
 
-// name -> fraction in [0, 1]
-std::optional<JsonValue> fractions(element value) {
+// name -> fraction in [0, 1]; with `groups`, as [[group index, fraction], ...].
+std::optional<JsonValue> fractions(element value, Groups* groups) {
   simdjson::dom::object object;
   if (value.get(object)) return std::nullopt;
-  JsonValue out = JsonValue::object();
+  JsonValue out = groups ? JsonValue::array() : JsonValue::object();
   for (auto [key, item] : object) {
     std::optional<double> number = finite_number(item);
     if (!number || *number < 0 || *number > 1) return std::nullopt;
-    out.set(std::string(key), real_json(*number));
+    if (groups)
+      out.push(JsonValue::array().push(groups->of(key)).push(real_json(*number)));
+    else
+      out.set(std::string(key), real_json(*number));
   }
   return out;
 }
@@ -209,7 +242,7 @@ std::optional<JsonValue> optional_rank(element value) {
 
 // {"start_us","end_us","bins","strips":[{"rank","pp_rank","group","occupancy"}]} ->
 // {"start_us","end_us","bins","strips":[[rank, pp_rank, group, occupancy]]}
-std::optional<JsonValue> timeline(element value, std::string& why) {
+std::optional<JsonValue> timeline(element value, Groups& groups, std::string& why) {
   simdjson::dom::object object;
   if (value.get(object)) return why = "expected an object", std::nullopt;
   element start, end, bins_value, strips_value;
@@ -239,7 +272,7 @@ std::optional<JsonValue> timeline(element value, std::string& why) {
         digits.find_first_not_of("0123456789") != std::string_view::npos)
       return why = at + ".occupancy: expected " + std::to_string(bins) + " digits", std::nullopt;
     JsonValue item = JsonValue::array();
-    item.push(*rank_json).push(*pp_json).push(JsonValue::string(std::string(group_text)));
+    item.push(*rank_json).push(*pp_json).push(groups.of(group_text));
     item.push(JsonValue::string(std::string(digits)));
     out_strips.push(item);
   }
@@ -249,7 +282,7 @@ std::optional<JsonValue> timeline(element value, std::string& why) {
   return out;
 }
 
-Figures read_figures(simdjson::dom::object row, const std::string& where, JsonValue& notes) {
+Figures read_figures(simdjson::dom::object row, const std::string& where, Groups& groups, JsonValue& notes) {
   Figures figures;
   auto note = [&](const std::string& key, const std::string& why) {
     notes.push(JsonValue::string(where + "." + key + ": " + why + "; not drawn"));
@@ -264,14 +297,15 @@ Figures read_figures(simdjson::dom::object row, const std::string& where, JsonVa
   }
   for (const char* key : {"gpu_busy", "bubble_fraction"}) {
     if (row[key].get(value) || value.is_null()) continue;
-    if (std::optional<JsonValue> out = fractions(value))
+    bool busy = std::string_view(key) == "gpu_busy";
+    if (std::optional<JsonValue> out = fractions(value, busy ? &groups : nullptr))
       figures.out.set(key, *out);
     else
       note(key, "expected an object of fractions from 0 to 1");
   }
   if (!row["timeline"].get(value) && !value.is_null()) {
     std::string why;
-    figures.timeline = timeline(value, why);
+    figures.timeline = timeline(value, groups, why);
     if (!figures.timeline) note("timeline", why);
   }
   return figures;
@@ -315,9 +349,12 @@ std::string report_html(std::string_view report_json, const std::string& source,
     if (!ec && !relative.empty()) link_base = relative;
   }
 
-  const std::vector<Column>& columns = report_columns();
+  std::vector<const Column*> columns;
   JsonValue column_names = JsonValue::array();
-  for (const Column& column : columns) column_names.push(JsonValue::string(column.name));
+  for (const char* name : kPageColumns) {
+    columns.push_back(&report_columns()[column_index(name)]);
+    column_names.push(JsonValue::string(name));
+  }
 
   simdjson::dom::array rows;
   element rows_value;
@@ -326,6 +363,7 @@ std::string report_html(std::string_view report_json, const std::string& source,
   // rows' timelines out: the page draws the merge's (all ranks on one clock), and the data
   // stays small.
   JsonValue notes = JsonValue::array();
+  Groups groups;
   std::vector<Figures> figures;
   std::set<std::string> merged_timeline_dirs;
   size_t n = 0;
@@ -333,13 +371,14 @@ std::string report_html(std::string_view report_json, const std::string& source,
     std::string where = "rows[" + std::to_string(n++) + "]";
     simdjson::dom::object row;
     if (item.get(row)) reader.fail(where, "expected an object");
-    figures.push_back(read_figures(row, where, notes));
+    figures.push_back(read_figures(row, where, groups, notes));
     std::string_view kind, dir;
     if (figures.back().timeline && !row["kind"].get(kind) && kind == "merge" && !row["dir"].get(dir))
       merged_timeline_dirs.insert(std::string(dir));
   }
 
   JsonValue out_rows = JsonValue::array();
+  std::map<std::string, std::string> dir_links;
   n = 0;
   for (element item : rows) {
     std::string where = "rows[" + std::to_string(n) + "]";
@@ -352,19 +391,24 @@ std::string report_html(std::string_view report_json, const std::string& source,
     cells.push(JsonValue::string(std::string(kind)));
     for (size_t c = 1; c < columns.size(); ++c) {
       element value;
-      cells.push(row[columns[c].name].get(value) ? JsonValue::null()
-                                                 : cell_json(reader, value, columns[c], where + "." + columns[c].name));
+      const Column& column = *columns[c];
+      cells.push(row[column.name].get(value) ? JsonValue::null() : cell_json(reader, value, column, where + "." + column.name));
     }
     Figures& figure = figures[n];
     std::string_view dir, output;
     bool has_dir = !row["dir"].get(dir), has_output = !row["output"].get(output);
     bool merge_draws_it = kind == "file" && has_dir && merged_timeline_dirs.count(std::string(dir));
     if (figure.timeline && !merge_draws_it) figure.out.set("timeline", *figure.timeline);
+    // Links: the page joins links[dir] (once per directory) and the output's name, which
+    // is given again as output_href only where the name needs percent-encoding.
     if (link_base && has_dir && has_output) {
       std::optional<std::string> dir_bytes = name_from_report(dir), output_bytes = name_from_report(output);
-      if (dir_bytes && output_bytes) {
-        fs::path target = (*link_base / *dir_bytes / *output_bytes).lexically_normal();
-        figure.out.set("href", JsonValue::string(url_path(target.generic_string())));
+      if (dir_bytes && output_bytes && output_bytes->find('/') == std::string::npos && *output_bytes != "." &&
+          *output_bytes != "..") {
+        if (!dir_links.count(std::string(dir)))
+          dir_links[std::string(dir)] = url_path((*link_base / *dir_bytes).lexically_normal().generic_string());
+        std::string encoded = url_path(*output_bytes);
+        if (encoded != output) figure.out.set("output_href", JsonValue::string(encoded));
       }
     }
     cells.push(figure.out);
@@ -379,7 +423,10 @@ std::string report_html(std::string_view report_json, const std::string& source,
   data.set("shard", top["shard"].get(value) ? JsonValue::null() : copy_plain(reader, value, "shard"));
   data.set("runs", top["runs"].get(value) ? JsonValue::array() : copy_plain(reader, value, "runs"));
   data.set("totals", top["totals"].get(value) ? JsonValue::object() : copy_plain(reader, value, "totals"));
-  data.set("columns", column_names).set("rows", out_rows).set("notes", notes);
+  JsonValue links = JsonValue::object();
+  for (const auto& [dir, link] : dir_links) links.set(dir, JsonValue::string(link));
+  data.set("columns", column_names).set("groups", groups.names).set("links", links);
+  data.set("rows", out_rows).set("notes", notes);
 
   std::string page;
   page.reserve(report_json.size() / 2 + kReportPageScript.size() + kReportPageStyle.size() + 4096);

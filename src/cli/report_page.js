@@ -5,6 +5,7 @@
 // so that a sweep of thousands of iterations opens at once.
 (function () {
   'use strict';
+  const scriptStart = performance.now();  // the HTML (data included) is parsed by now
   const errorBox = document.getElementById('js-errors');
   // Any script error is shown on the page (and read by the browser test).
   function showError(message) {
@@ -77,9 +78,18 @@
 
   const data = JSON.parse(document.getElementById('tracelane-data').textContent);
   const columns = data.columns;
+  const groupNames = data.groups || [], links = data.links || {};
   const rows = data.rows.map(function (cells, index) {
     const row = { index: index, x: cells[cells.length - 1] || {} };
     for (let c = 0; c < columns.length; c++) row[columns[c]] = cells[c];
+    // Lane groups come as indexes into data.groups; links as the directory's and the name.
+    if (row.x.gpu_busy) {
+      const busy = {};
+      for (const pair of row.x.gpu_busy) busy[groupNames[pair[0]]] = pair[1];
+      row.x.gpu_busy = busy;
+    }
+    if (row.output !== null && Object.prototype.hasOwnProperty.call(links, row.dir))
+      row.x.href = links[row.dir] + '/' + (row.x.output_href || row.output);
     return row;
   });
 
@@ -230,18 +240,19 @@
     ['input_bytes', 'bytes in', 'int'], ['output_bytes', 'bytes out', 'int'], ['seconds', 'seconds', 'real'], ['error', 'error', 'error']
   ];
   const STRIP_HEIGHT = 10, RANK_GAP = 4, LABEL_WIDTH = 190;
+  let timelineWidth = 0;
 
   function stripsOf(iteration) {
     const merged = iteration.merge && iteration.merge.x.timeline;
     if (merged) return { common: true, start: merged.start_us, end: merged.end_us, strips: merged.strips.map(function (s) {
-      return { rank: s[0], pp_rank: s[1], group: s[2], occupancy: s[3], start: merged.start_us, end: merged.end_us };
+      return { rank: s[0], pp_rank: s[1], group: groupNames[s[2]], occupancy: s[3], start: merged.start_us, end: merged.end_us };
     }) };
     const strips = [];
     for (const file of iteration.files) {
       const timeline = file.x.timeline;
       if (!timeline) continue;
       for (const s of timeline.strips)
-        strips.push({ rank: s[0] === null ? file.rank : s[0], pp_rank: s[1] === null ? file.pp_rank : s[1], group: s[2],
+        strips.push({ rank: s[0] === null ? file.rank : s[0], pp_rank: s[1] === null ? file.pp_rank : s[1], group: groupNames[s[2]],
           occupancy: s[3], start: timeline.start_us, end: timeline.end_us });
     }
     return strips.length ? { common: false, strips: strips } : null;
@@ -258,7 +269,9 @@
       height += STRIP_HEIGHT;
       return top;
     });
-    const width = Math.max(400, Math.min(1300, (canvas.parentNode.clientWidth || 1100) - 4));
+    // One width for all (read once: reading layout per section would lay out the page each time).
+    if (!timelineWidth) timelineWidth = Math.max(400, Math.min(1300, (iterationsSection.clientWidth || 1100) - 30));
+    const width = timelineWidth;
     const axis = 16, scale = window.devicePixelRatio || 1;
     canvas.width = width * scale;
     canvas.height = (height + axis) * scale;
@@ -400,7 +413,9 @@
       el('h3', null, iteration.dir));
     iteration.node = section;
     section.iteration = iteration;
-    const strips = (stripsOf(iteration) || { strips: [] }).strips.length;
+    let strips = 0;
+    if (iteration.merge && iteration.merge.x.timeline) strips = iteration.merge.x.timeline.strips.length;
+    else for (const file of iteration.files) strips += file.x.timeline ? file.x.timeline.strips.length : 0;
     section.style.minHeight = (140 + strips * (STRIP_HEIGHT + 1) + iteration.files.length * 22) + 'px';
     iterationsSection.appendChild(section);
     if (observer) observer.observe(section); else fillIteration(iteration);
@@ -484,4 +499,5 @@
   showTarget();
   page.setAttribute('data-state', 'ready');
   page.setAttribute('data-render-ms', String(Math.round(performance.now())));
+  page.setAttribute('data-script-ms', String(Math.round(performance.now() - scriptStart)));
 })();
