@@ -29,7 +29,7 @@ _tracelane() {
     merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview" ;;
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
                     --report-dir --shard --level" ;;
-    report) options="--help -h --combine --report-dir --quiet -q" ;;
+    report) options="--help -h --combine --report-dir --html --output -o --quiet -q" ;;
     check) options="--help -h --list" ;;
     rules) options="--help -h --print-defaults --check" ;;
     *) return 0 ;;
@@ -37,7 +37,7 @@ _tracelane() {
 
   # The value of an option that takes one.
   case $prev in
-    -o | --output | --rules | --check | --preview)
+    -o | --output | --rules | --check | --preview | --html)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return 0 ;;

@@ -28,6 +28,7 @@
 
 #include "files.hpp"
 #include "printable.hpp"
+#include "report_html.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/trace.hpp"
@@ -791,8 +792,11 @@ std::string report_base_name(const std::optional<std::pair<int, int>>& shard) {
 fs::path write_report(const Report& report, const fs::path& dir) {
   std::string base = report_base_name(report.shard);
   fs::path json_path = dir / (base + ".json");
+  std::string json = report_json(report);
   write_atomically(dir / (base + ".csv"), report_csv(report), true);
-  write_atomically(json_path, report_json(report), true);
+  write_atomically(json_path, json, true);
+  // The page is drawn from the JSON just written, the way `report --html` draws it.
+  write_atomically(html_path_for(json_path), report_html(json, json_path.string(), dir), true);
   return json_path;
 }
 
@@ -879,18 +883,49 @@ namespace {
 
 std::string shown(const std::string& text) { return printable(text, Backslash::keep); }
 
+// `report --html REPORT.json [-o OUT.html]`: the page of an existing report (a sweep's or
+// one copied from a cluster), through the same guard and atomic write as every output.
+int write_report_page(const fs::path& report_path, const std::string& output, bool quiet) {
+  fs::path page = output.empty() ? html_path_for(report_path) : fs::path(output);
+  try {
+    guard_output(page, {report_path}, true);
+  } catch (const OutputRefused& e) {
+    print_error(std::string(e.what()) + " (not overwritten; give another -o)");
+    return 2;
+  }
+  try {
+    ReadOptions read;
+    read.regular_only = true;
+    read.max_bytes = kMaxPartialReportBytes;
+    std::string json = read_file(report_path, nullptr, read);
+    fs::path page_dir = page.parent_path().empty() ? fs::path(".") : page.parent_path();
+    write_atomically(page, report_html(json, report_path.string(), page_dir), true);
+  } catch (const OutputRefused& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const Error& e) {
+    print_error(e.what());
+    return 1;
+  }
+  if (!quiet) std::cout << shown(page.string()) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_report(int argc, char** argv) {
   namespace po = boost::program_options;
   std::vector<std::string> combine;
-  std::string report_dir;
+  std::string report_dir, html, output;
   bool quiet = false;
   po::options_description options("report options");
   options.add_options()("help,h", "show this help")(
       "combine", po::value(&combine)->multitoken(),
       "partial reports (tracelane_report.shard-K-of-N.json) or directories holding them")(
-      "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv (default: the first directory)")(
+      "report-dir", po::value(&report_dir),
+      "where to write tracelane_report.json/.csv/.html (default: the first directory)")(
+      "html", po::value(&html), "draw the page of an existing report: REPORT.json -> REPORT.html")(
+      "output,o", po::value(&output), "with --html: where to write the page (default: beside REPORT.json)")(
       "quiet,q", po::bool_switch(&quiet), "print only problems");
   po::positional_options_description positional;
   positional.add("combine", -1);
@@ -903,8 +938,21 @@ int run_report(int argc, char** argv) {
     return 2;
   }
   if (vm.count("help")) {
-    std::cout << "usage: tracelane report --combine DIR_OR_FILES... [--report-dir DIR]\n\n" << options;
+    std::cout << "usage: tracelane report --combine DIR_OR_FILES... [--report-dir DIR]\n"
+                 "       tracelane report --html REPORT.json [-o OUT.html]\n\n"
+              << options;
     return 0;
+  }
+  if (!html.empty()) {
+    if (!combine.empty() || !report_dir.empty()) {
+      std::cerr << "tracelane report: --html takes one report and -o, not --combine or --report-dir\n";
+      return 2;
+    }
+    return write_report_page(html, output, quiet);
+  }
+  if (!output.empty()) {
+    std::cerr << "tracelane report: -o is for --html (--combine writes into --report-dir)\n";
+    return 2;
   }
   if (combine.empty()) {
     std::cerr << "tracelane report: nothing to combine (give --combine DIR_OR_FILES...)\n";
@@ -951,7 +999,7 @@ int run_report(int argc, char** argv) {
   // the name, through any link; a directory there) judges the real directory.
   boost::system::error_code made;
   fs::create_directories(out_dir, made);
-  for (const char* extension : {".json", ".csv"}) {
+  for (const char* extension : {".json", ".csv", ".html"}) {
     try {
       guard_output(out_dir / (base + extension), files, true);
     } catch (const OutputRefused& e) {

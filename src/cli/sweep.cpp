@@ -1090,7 +1090,7 @@ int run_sweep(int argc, char** argv) {
       "rules", po::value(&rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
-      "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv (default: ROOT)")(
+      "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
       "shard", po::value(&shard), "K/N: process the iteration directories at sorted positions p with p % N == K")(
       "level", po::value(&options.level)->default_value(1), "gzip level, 0 to 12 (libdeflate's scale)");
   po::options_description hidden;
@@ -1150,7 +1150,7 @@ int run_sweep(int argc, char** argv) {
     fs::create_directories(options.report_dir, made);
     std::optional<std::pair<int, int>> report_shard;
     if (options.shard) report_shard = std::pair<int, int>{options.shard->index, options.shard->count};
-    for (const char* extension : {".json", ".csv"}) {
+    for (const char* extension : {".json", ".csv", ".html"}) {
       try {
         guard_output(options.report_dir / (report_base_name(report_shard) + extension), {}, true);
       } catch (const OutputRefused& e) {

@@ -4,7 +4,9 @@
 // in a report or a clean tracelane::Error; anything else (a crash, a sanitizer report,
 // another exception escaping) is a bug, and so is an output that is not valid UTF-8, a
 // JSON output that parse_report_json does not read back, or one that does not read back to
-// itself (report_json(parse(report_json(r))) == report_json(r)).
+// itself (report_json(parse(report_json(r))) == report_json(r)). The same bytes go to the
+// HTML page's reader (report_html): a page or a clean Error, and a page whose JSON data
+// element holds no '<' (no text can end it) and that is valid UTF-8.
 //
 //   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DTRACELANE_FUZZ=ON \
 //       -DTRACELANE_BUILD_TESTS=OFF -DTRACELANE_BUILD_BENCH=OFF && ninja -C build-fuzz fuzz_report
@@ -24,6 +26,7 @@
 #include <string_view>
 
 #include "report.hpp"
+#include "report_html.hpp"
 #include "tracelane/trace.hpp"
 
 namespace {
@@ -54,10 +57,29 @@ void check_outputs(const Report& report, const char* what) {
   if (report_csv(back) != csv) fail("written report reads back to another CSV", csv);
 }
 
+// The page of any bytes: a clean Error, or a page whose data element no text can end.
+void check_page(std::string_view bytes) {
+  std::string page;
+  try {
+    page = report_html(bytes, "fuzz.json", "/data/pages");
+  } catch (const tracelane::Error& e) {
+    if (std::string(e.what()).rfind("fuzz.json: ", 0) != 0) fail("a page error that does not start with the file", e.what());
+    return;
+  }
+  expect_utf8(page, "report_html");
+  const std::string open = "<script type=\"application/json\" id=\"tracelane-data\">";
+  size_t start = page.find(open);
+  if (start == std::string::npos) fail("a page without its data element", page);
+  start += open.size();
+  size_t end = page.find("</script>", start);
+  if (end == std::string::npos || page.find('<', start) != end) fail("a '<' in the page's data element", page);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  check_page(bytes);
   Report report;
   try {
     report = parse_report_json(bytes, "fuzz.json");

@@ -1,0 +1,139 @@
+// The HTML report's writer (src/cli/report_html.cpp): what reaches the page from a report,
+// and how. The page itself is tested in a browser by tests/e2e/test_report_html.py.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli/report.hpp"
+#include "cli/report_html.hpp"
+#include "tracelane/trace.hpp"
+
+using namespace tracelane::cli;
+
+namespace {
+
+Row file_row(const std::string& dir, const std::string& output = "rank0_trace_compacted.json") {
+  Row row(RowKind::file);
+  row.set("dir", dir).set("file", std::string("rank0_trace.json")).set("rank", int64_t(0)).set("run", std::string("run"));
+  row.set("iteration", std::string("it")).set("input_bytes", int64_t(100)).set("output", output);
+  row.set("status", std::string("ok")).set("seconds", 0.25).set("compaction_ratio", 10.9091);
+  return row;
+}
+
+std::string page_of(std::vector<Row> rows, const std::string& page_dir = "/data/tree") {
+  Report report;
+  report.root = "/data/tree";
+  report.rows = std::move(rows);
+  sort_rows(report.rows);
+  return report_html(report_json(report), "r.json", page_dir);
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The JSON data element of a page.
+std::string data_of(const std::string& page) {
+  size_t start = page.find("id=\"tracelane-data\">");
+  size_t end = page.find("</script>", start);
+  return page.substr(start, end - start);
+}
+
+}  // namespace
+
+TEST(ReportHtml, NoNameFromTheReportCanEndTheDataElementOrBecomeMarkup) {
+  std::string page = page_of({file_row("a</script><script>alert(1)</script><!--"), file_row("b<img onerror=x>&amp;")});
+  EXPECT_EQ(count(page, "<script"), 2u);   // the data and the page's own script
+  EXPECT_EQ(count(page, "</script"), 2u);
+  EXPECT_EQ(count(page, "<img"), 0u);
+  EXPECT_EQ(count(page, "<!--"), 0u);
+  EXPECT_NE(data_of(page).find("a\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"), std::string::npos);
+  EXPECT_NE(data_of(page).find("b\\u003cimg onerror=x\\u003e\\u0026amp;"), std::string::npos);
+}
+
+TEST(ReportHtml, TheTitleIsEscaped) {
+  Report report;
+  report.root = "/data/<b>\"tree\"";
+  std::string page = report_html(report_json(report), "r.json", "/data");
+  EXPECT_NE(page.find("<title>tracelane report: /data/&lt;b&gt;&quot;tree&quot;</title>"), std::string::npos);
+  EXPECT_EQ(count(page, "<b>"), 0u);
+}
+
+TEST(ReportHtml, LinksAreRelativeToThePageAndPercentEncoded) {
+  std::string data = data_of(page_of({file_row("run/it 1#x"), file_row("javascript:alert(1)", "out?put")}, "/data/tree/pages"));
+  EXPECT_NE(data.find("\"links\":{\"javascript:alert(1)\":\"../javascript%3Aalert%281%29\",\"run/it 1#x\":\"../run/it%201%23x\"}"),
+            std::string::npos)
+      << data;
+  // A name that needs encoding is given encoded; one that does not is not repeated.
+  EXPECT_NE(data.find("\"output_href\":\"out%3Fput\""), std::string::npos);
+  EXPECT_EQ(count(data, "output_href"), 1u);
+}
+
+TEST(ReportHtml, TheDataKeepsTheReportsNumbers) {
+  std::string data = data_of(page_of({file_row("r/it")}));
+  EXPECT_NE(data.find("10.9091"), std::string::npos);
+  EXPECT_NE(data.find("0.25"), std::string::npos);
+}
+
+TEST(ReportHtml, ACorruptReportIsAnErrorNamingTheFileAndField) {
+  Report report;
+  report.root = "/data/tree";
+  report.rows = {file_row("r/it")};
+  std::string json = report_json(report);
+  json.replace(json.rfind("\"input_bytes\": 100"), 18, "\"input_bytes\": \"lots\"");
+  try {
+    report_html(json, "r.json", "/data/tree");
+    FAIL() << "no error";
+  } catch (const tracelane::Error& e) {
+    EXPECT_STREQ(e.what(), "r.json: rows[0].input_bytes: expected a non-negative integer");
+  }
+  EXPECT_THROW(report_html("{\"schema_version\": 1}", "r.json", "/"), tracelane::Error);
+  EXPECT_THROW(report_html("[", "r.json", "/"), tracelane::Error);
+}
+
+TEST(ReportHtml, AFigureNotInTheContractsFormIsNamedAndLeftOut) {
+  Report report;
+  report.root = "/data/tree";
+  report.rows = {file_row("r/it")};
+  std::string json = report_json(report);
+  std::string figures =
+      "\"kind\": \"file\", \"gpu_busy\": {\"compute\": 1.5}, \"gpu_window_us\": 12.5, "
+      "\"timeline\": {\"start_us\": 0, \"end_us\": 10, \"bins\": 3, \"strips\": "
+      "[{\"rank\": 0, \"pp_rank\": null, \"group\": \"compute\", \"occupancy\": \"09\"}]},";
+  json.replace(json.find("\"kind\": \"file\","), 15, figures);
+  std::string data = data_of(report_html(json, "r.json", "/data/tree"));
+  EXPECT_NE(data.find("rows[0].gpu_busy: expected an object of fractions from 0 to 1; not drawn"), std::string::npos) << data;
+  EXPECT_NE(data.find("rows[0].timeline: strips[0].occupancy: expected 3 digits; not drawn"), std::string::npos) << data;
+  EXPECT_NE(data.find("\"gpu_window_us\":12.5"), std::string::npos);
+  EXPECT_EQ(data.find("\"timeline\""), std::string::npos);
+}
+
+TEST(ReportHtml, TheMergesTimelineReplacesItsFilesTimelinesInTheData) {
+  Report report;
+  report.root = "/data/tree";
+  Row merge(RowKind::merge);
+  merge.set("dir", std::string("r/it")).set("ranks", int64_t(2)).set("status", std::string("ok"));
+  report.rows = {file_row("r/it"), merge};
+  std::string json = report_json(report);
+  std::string timeline =
+      "\"timeline\": {\"start_us\": 0, \"end_us\": 10, \"bins\": 2, \"strips\": "
+      "[{\"rank\": 0, \"pp_rank\": 0, \"group\": \"compute\", \"occupancy\": \"%s\"}]}";
+  auto with = [&](const std::string& digits) {
+    std::string text = timeline;
+    text.replace(text.find("%s"), 2, digits);
+    return text;
+  };
+  json.replace(json.find("\"kind\": \"file\","), 15, "\"kind\": \"file\", " + with("11") + ",");
+  json.replace(json.find("\"kind\": \"merge\","), 16, "\"kind\": \"merge\", " + with("99") + ",");
+  std::string data = data_of(report_html(json, "r.json", "/data/tree"));
+  EXPECT_NE(data.find("\"99\""), std::string::npos) << data;
+  EXPECT_EQ(data.find("\"11\""), std::string::npos) << data;
+  EXPECT_NE(data.find("\"groups\":[\"compute\"]"), std::string::npos) << data;
+}
+
+TEST(ReportHtml, ThePageIsNamedAfterTheReport) {
+  EXPECT_EQ(html_path_for("/x/tracelane_report.json").string(), "/x/tracelane_report.html");
+  EXPECT_EQ(html_path_for("tracelane_report.shard-1-of-4.json").string(), "tracelane_report.shard-1-of-4.html");
+}
