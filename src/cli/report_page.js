@@ -19,10 +19,11 @@
     showError(event.message + ' (line ' + event.lineno + ')');
   });
 
+  // The same colours as `--preview`'s SVG (src/timeline_svg.cpp): the built-in groups.
   const COLOURS = {
-    compute: '#1565c0', memcpy: '#2e7d32', memset: '#00897b', sync: '#c62828',
-    nccl_all_reduce: '#ef6c00', nccl_all_gather: '#8e24aa', nccl_reduce_scatter: '#6d4c41',
-    nccl_send_recv: '#d81b60', nccl_broadcast: '#f9a825', nccl_all_to_all: '#5e35b1', nccl: '#ef6c00'
+    compute: '#4e79a7', nccl_all_gather: '#f28e2b', nccl_reduce_scatter: '#e15759',
+    nccl_all_reduce: '#b07aa1', nccl_other: '#9c755f', memcpy: '#59a14f', memset: '#76b7b2',
+    sync: '#8c8c8c', symmetric_memory_barrier: '#edc948'
   };
   const EXTRA_COLOURS = ['#00838f', '#9e9d24', '#4e342e', '#ad1457', '#283593', '#558b2f'];
 
@@ -62,7 +63,7 @@
   function percent(fraction) { return (fraction * 100).toFixed(2) + '%'; }
   function colour(group, extra) {
     if (COLOURS[group]) return COLOURS[group];
-    if (group.indexOf('nccl') === 0) return COLOURS.nccl;
+    if (group.indexOf('nccl') === 0) return COLOURS.nccl_other;
     let hash = 0;
     for (let i = 0; i < group.length; i++) hash = (hash * 31 + group.charCodeAt(i)) >>> 0;
     return extra[hash % extra.length];
@@ -408,7 +409,10 @@
     for (const entry of entries)
       if (entry.isIntersecting) { observer.unobserve(entry.target); fillIteration(entry.target.iteration); }
   }, { rootMargin: '1500px 0px' }) : null;
-  for (const iteration of iterations) {
+  // A small sweep, and the top of a big one, is drawn at once: an observer's first callback
+  // may come after a headless screenshot (or a printout) is taken.
+  const EAGER = iterations.length <= 50 ? iterations.length : 10;
+  for (const [position, iteration] of iterations.entries()) {
     const section = el('section', { class: 'iter', id: iteration.id, 'data-dir': iteration.dir },
       el('h3', null, iteration.dir));
     iteration.node = section;
@@ -418,7 +422,7 @@
     else for (const file of iteration.files) strips += file.x.timeline ? file.x.timeline.strips.length : 0;
     section.style.minHeight = (140 + strips * (STRIP_HEIGHT + 1) + iteration.files.length * 22) + 'px';
     iterationsSection.appendChild(section);
-    if (observer) observer.observe(section); else fillIteration(iteration);
+    if (observer && position >= EAGER) observer.observe(section); else fillIteration(iteration);
   }
   function showTarget() {
     const id = decodeURIComponent(window.location.hash.slice(1));
