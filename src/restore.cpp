@@ -1,0 +1,659 @@
+// Restore data (SPEC 9.12): the compacted output carries, in one top-level key written
+// after traceEvents, everything needed to rebuild the original document byte for byte.
+//
+// The writer copies an unchanged event's bytes and replaces only the values of a changed
+// one (event_writer.cpp), so the original is the output's events in another arrangement:
+//
+//   original = head + event_0 + gap_1 + event_1 + ... + event_n-1 + tail
+//
+// For each original event the record says where it went in the output (or, for the few
+// that compaction removes, holds its text), and for each value the writer replaced, how to
+// get the original text back. Parsing the output again finds those values (the same parser
+// finds the same key occurrence in both texts). The values are mostly predictable: a
+// stream's original text is its tid's; a pid, tid or flow id maps back to the text it last
+// came from; a merged ts is the output's minus the rank's clock offset; a merged name
+// loses its rank prefix. Only what prediction misses is stored as text. Gaps between
+// events are one common string plus exceptions, and head and tail are diffs (common
+// prefix, suffix and the middle) against the output's own head and tail. The record is
+// columns (placement, masks, values, texts) that DEFLATE packs well, then base64.
+//
+// Integrity: the record holds the original's length, CRC-32 and XXH64, the XXH64 of the
+// output outside the restore key (so an edited event is refused before anything is
+// rebuilt), and the record's own CRC-32. Restore checks all of them: a damaged or edited
+// copy is an error, never a wrong original.
+#include "tracelane/restore.hpp"
+
+#include <libdeflate.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "tracelane/decimal_time.hpp"
+
+namespace tracelane {
+
+namespace {
+
+constexpr uint32_t kFormatVersion = 1;
+constexpr char kMagic[4] = {'T', 'L', 'R', '1'};
+// A restore record never inflates beyond this (the original's length is checked again).
+constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 36;
+constexpr int kDeflateLevel = 9;
+
+// How a replaced value's original text is written in the values column.
+enum Code : uint8_t {
+  kLiteral = 0,    // the text follows
+  kPrevious = 1,   // the text this field last had for the same output integer
+  kAsTid = 2,      // args.stream: the event's original tid text
+  kShifted = 3,    // ts: the output's time less the record's clock offset
+  kUnprefixed = 4  // args.name: the output's text without the record's prefix
+};
+
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+uint64_t read64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;  // little-endian machines only (x86-64, aarch64), as XXH64 defines it
+}
+uint32_t read32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(char(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+}
+uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
+int64_t unzigzag(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
+void put_text(std::string& out, std::string_view text) {
+  put_varint(out, text.size());
+  out += text;
+}
+void put_fixed(std::string& out, uint64_t v, int bytes) {
+  for (int k = 0; k < bytes; ++k) out.push_back(char(v >> (8 * k)));
+}
+
+// Reads what put_* wrote; every overrun is a damaged record.
+class Reader {
+ public:
+  Reader(std::string_view data, const std::string& where) : data_(data), where_(where) {}
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= data_.size()) fail("truncated");
+      uint8_t byte = uint8_t(data_[pos_++]);
+      v |= uint64_t(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) return v;
+    }
+    fail("a number is too long");
+  }
+  std::string_view text() {
+    uint64_t n = varint();
+    if (n > data_.size() - pos_) fail("truncated text");
+    std::string_view t = data_.substr(pos_, n);
+    pos_ += n;
+    return t;
+  }
+  uint64_t fixed(int bytes) {
+    if (size_t(bytes) > data_.size() - pos_) fail("truncated");
+    uint64_t v = 0;
+    for (int k = 0; k < bytes; ++k) v |= uint64_t(uint8_t(data_[pos_ + k])) << (8 * k);
+    pos_ += bytes;
+    return v;
+  }
+  uint8_t byte() { return uint8_t(fixed(1)); }
+  bool done() const { return pos_ == data_.size(); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(where_ + " is damaged: " + what + " at byte " + std::to_string(pos_) + " of its decompressed data");
+  }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+  const std::string& where_;
+};
+
+// head/tail of the original as a diff against the output's: common prefix and suffix
+// lengths and the original's middle.
+void put_diff(std::string& out, std::string_view original, std::string_view output) {
+  size_t prefix = 0, limit = std::min(original.size(), output.size());
+  while (prefix < limit && original[prefix] == output[prefix]) ++prefix;
+  size_t suffix = 0;
+  while (suffix < limit - prefix && original[original.size() - 1 - suffix] == output[output.size() - 1 - suffix])
+    ++suffix;
+  put_varint(out, prefix);
+  put_varint(out, suffix);
+  put_text(out, original.substr(prefix, original.size() - prefix - suffix));
+}
+void apply_diff(std::string& out, Reader& in, std::string_view output) {
+  uint64_t prefix = in.varint(), suffix = in.varint();
+  std::string_view middle = in.text();
+  if (prefix > output.size() || suffix > output.size() - prefix) in.fail("a diff reaches past the output's text");
+  out.append(output.substr(0, prefix));
+  out.append(middle);
+  out.append(output.substr(output.size() - suffix));
+}
+
+const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void append_base64(std::string& out, std::string_view bytes) {
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 | uint8_t(bytes[i + 2]);
+    for (int k = 3; k >= 0; --k) out.push_back(kBase64[(v >> (6 * k)) & 63]);
+  }
+  if (size_t rest = bytes.size() - i) {
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | (rest == 2 ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0);
+    out.push_back(kBase64[(v >> 18) & 63]);
+    out.push_back(kBase64[(v >> 12) & 63]);
+    out.push_back(rest == 2 ? kBase64[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+}
+
+bool decode_base64(std::string_view text, std::string& out) {
+  static const std::array<int8_t, 256> value = [] {
+    std::array<int8_t, 256> v;
+    v.fill(-1);
+    for (int k = 0; k < 64; ++k) v[uint8_t(kBase64[k])] = int8_t(k);
+    return v;
+  }();
+  if (text.size() % 4) return false;
+  out.clear();
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int pad = (text[i + 3] == '=') + (text[i + 2] == '=' && text[i + 3] == '=');
+    if (pad && i + 4 != text.size()) return false;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      int8_t d = k >= 4 - pad ? 0 : value[uint8_t(text[i + k])];
+      if (d < 0) return false;
+      v = v << 6 | uint32_t(d);
+    }
+    out.push_back(char(v >> 16));
+    if (pad < 2) out.push_back(char(v >> 8));
+    if (pad < 1) out.push_back(char(v));
+  }
+  return true;
+}
+
+std::string file_name_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The output outside the restore key's value: everything it applies to.
+uint64_t covered_hash(std::string_view text, size_t key_begin, size_t value_end) {
+  return xxhash64(text.substr(value_end), xxhash64(text.substr(0, key_begin)));
+}
+
+// The id a replaced pid/tid/id/stream value has in the output.
+const Id& id_of(const Event& event, int field) {
+  return field == kPid ? event.pid : field == kTid ? event.tid : field == kId ? event.id : event.stream;
+}
+
+std::string encode_record(std::string_view text, WrittenEvents written, size_t key_begin, uint64_t covered,
+                          size_t output_events, const RestoreSource& source) {
+  const Trace& trace = *source.trace;
+  std::string_view document = trace.document;
+  if (document.empty() && !trace.events.empty())
+    throw Error(trace.source + ": internal: no original document to make restore data from");
+  std::string_view output_head = written.begin == SIZE_MAX ? text.substr(0, key_begin) : text.substr(0, written.begin);
+  std::string_view output_tail =
+      written.begin == SIZE_MAX ? std::string_view() : text.substr(written.end, key_begin - written.end);
+
+  std::string header, placement, masks, values, dropped, gap_exceptions;
+  // Originals in document order, each with its place in the output.
+  size_t output_index = source.first_output_index, originals = 0, exceptions = 0, last_exception = 0;
+  int64_t previous_output = -1;
+  size_t first_begin = 0, previous_end = 0;
+  std::string_view default_gap;
+  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
+  for (const Event& event : trace.events) {
+    bool written_here = !event.dropped;
+    size_t here = output_index;
+    if (written_here) ++output_index;
+    if (event.byte_offset == UINT64_MAX) continue;  // made by tracelane: not in the original
+    if (event.raw.data() < document.data() || event.raw.data() + event.raw.size() > document.data() + document.size())
+      throw Error(trace.source + ": internal: event at byte " + std::to_string(event.byte_offset) +
+                  " lies outside the document");
+    size_t begin = size_t(event.raw.data() - document.data());
+    if (originals == 0) {
+      first_begin = begin;
+    } else {
+      if (begin < previous_end)
+        throw Error(trace.source + ": internal: event at byte " + std::to_string(begin) + " is out of document order");
+      std::string_view gap = document.substr(previous_end, begin - previous_end);
+      if (originals == 1) default_gap = gap;
+      if (gap != default_gap) {
+        put_varint(gap_exceptions, originals - last_exception);
+        put_text(gap_exceptions, gap);
+        last_exception = originals;
+        ++exceptions;
+      }
+    }
+    previous_end = begin + event.raw.size();
+    ++originals;
+    if (!written_here) {
+      put_varint(placement, 0);
+      put_text(dropped, event.raw);
+      continue;
+    }
+    put_varint(placement, zigzag(int64_t(here) - (previous_output + 1)) + 1);
+    previous_output = int64_t(here);
+    // The values the writer replaced (append_event's rule).
+    bool prefix = event.name_prefixed && event.spans[kArgName].length;
+    uint8_t mask = uint8_t(event.changed | (prefix ? 1u << kArgName : 0u));
+    masks.push_back(char(mask));
+    for (int f = 0; f < kFieldCount; ++f) {
+      if (!((mask >> f) & 1)) continue;
+      std::string_view original = event.value_text(Field(f));
+      if (f == kArgName) {
+        values.push_back(char(kUnprefixed));
+        continue;
+      }
+      if (f == kTs && event.ts.numeric && ns_as_us(event.new_ts - source.offset_ns) == original) {
+        values.push_back(char(kShifted));
+        continue;
+      }
+      if (f == kStream && original == event.value_text(kTid) && event.spans[kTid].length) {
+        values.push_back(char(kAsTid));
+        continue;
+      }
+      if (f == kPid || f == kTid || f == kId || f == kStream) {
+        int64_t now = f == kPid ? event.new_pid : f == kId ? event.new_id : event.new_tid;
+        auto [it, inserted] = last_text[f].try_emplace(now, original);
+        if (!inserted && it->second == original) {
+          values.push_back(char(kPrevious));
+          continue;
+        }
+        it->second = original;
+      }
+      values.push_back(char(kLiteral));
+      put_text(values, original);
+    }
+  }
+  std::string_view head = originals ? document.substr(0, first_begin) : document;
+  std::string_view tail = originals ? document.substr(previous_end) : std::string_view();
+
+  std::string raw;
+  put_varint(raw, kFormatVersion);
+  put_varint(raw, document.size());
+  put_fixed(raw, libdeflate_crc32(0, document.data(), document.size()), 4);
+  put_fixed(raw, xxhash64(document), 8);
+  put_fixed(raw, covered, 8);
+  put_varint(raw, zigzag(source.global_rank));
+  put_text(raw, file_name_of(trace.source));
+  put_text(raw, source.name_prefix);
+  put_varint(raw, zigzag(source.offset_ns));
+  put_varint(raw, output_events);
+  put_diff(raw, head, output_head);
+  put_diff(raw, tail, output_tail);
+  put_varint(raw, originals);
+  put_text(raw, default_gap);
+  put_varint(raw, exceptions);
+  raw += gap_exceptions;
+  raw += placement;
+  raw += masks;
+  put_text(raw, values);  // read beside the removed texts, which follow
+  raw += dropped;
+
+  std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(
+      libdeflate_alloc_compressor(kDeflateLevel), libdeflate_free_compressor);
+  if (!compressor) throw std::bad_alloc();
+  std::string packed(libdeflate_deflate_compress_bound(compressor.get(), raw.size()), '\0');
+  size_t packed_size =
+      libdeflate_deflate_compress(compressor.get(), raw.data(), raw.size(), packed.data(), packed.size());
+  if (packed_size == 0) throw Error(trace.source + ": internal: restore data did not compress");
+  packed.resize(packed_size);
+  std::string record(kMagic, 4);
+  put_fixed(record, raw.size(), 8);
+  put_fixed(record, libdeflate_crc32(0, raw.data(), raw.size()), 4);
+  record += packed;
+  return record;
+}
+
+// The restore key of an output: its position and the records in it.
+struct RestoreKey {
+  size_t key_begin = 0, value_end = 0;
+  std::vector<std::string_view> records;  // base64 text
+};
+
+std::string_view key_pattern() {
+  static const std::string pattern = std::string("\"") + kRestoreKey + "\": [";
+  return pattern;
+}
+
+// Finds the key written last, as append_restore_data writes it. Returns false when the
+// output has none.
+bool find_restore_key(std::string_view text, std::string_view source, RestoreKey& key) {
+  size_t at = text.rfind(key_pattern());
+  if (at == std::string_view::npos) return false;
+  key.key_begin = at;
+  size_t p = at + key_pattern().size();
+  auto damaged = [&](const std::string& what) {
+    return Error(std::string(source) + ": restore data (top-level key \"" + kRestoreKey + "\", byte " +
+                 std::to_string(p) + ") is damaged: " + what);
+  };
+  for (;;) {
+    while (p < text.size() && (text[p] == ' ' || text[p] == '\n')) ++p;
+    if (p >= text.size()) throw damaged("the list does not end");
+    if (text[p] == ']' && key.records.empty()) break;
+    if (text[p] != '"') throw damaged("expected a string");
+    size_t end = text.find('"', p + 1);
+    if (end == std::string_view::npos) throw damaged("a string does not end");
+    key.records.push_back(text.substr(p + 1, end - p - 1));
+    p = end + 1;
+    while (p < text.size() && (text[p] == ' ' || text[p] == '\n')) ++p;
+    if (p < text.size() && text[p] == ',') {
+      ++p;
+      continue;
+    }
+    if (p < text.size() && text[p] == ']') break;
+    throw damaged("expected ',' or ']'");
+  }
+  key.value_end = p + 1;
+  return true;
+}
+
+// A record's decompressed bytes, after its own checks.
+std::string unpack_record(std::string_view base64, const std::string& where) {
+  std::string record;
+  if (!decode_base64(base64, record)) throw Error(where + " is damaged: not base64");
+  if (record.size() < 16 || std::memcmp(record.data(), kMagic, 4) != 0)
+    throw Error(where + " is damaged or of an unknown format (it does not start with " + std::string(kMagic, 4) + ")");
+  uint64_t raw_size = 0;
+  for (int k = 0; k < 8; ++k) raw_size |= uint64_t(uint8_t(record[4 + k])) << (8 * k);
+  uint32_t crc = read32(record.data() + 12);  // little-endian, as put_fixed wrote it
+  if (raw_size > kMaxRecordBytes) throw Error(where + " is damaged: it claims " + std::to_string(raw_size) + " bytes");
+  std::string raw(raw_size, '\0');
+  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  if (!decompressor) throw std::bad_alloc();
+  size_t actual = 0;
+  if (libdeflate_deflate_decompress(decompressor.get(), record.data() + 16, record.size() - 16, raw.data(), raw.size(),
+                                    &actual) != LIBDEFLATE_SUCCESS ||
+      actual != raw_size)
+    throw Error(where + " is damaged: its DEFLATE data does not decompress");
+  if (libdeflate_crc32(0, raw.data(), raw.size()) != crc) throw Error(where + " is damaged: its CRC-32 differs");
+  return raw;
+}
+
+struct RecordHeader {
+  uint64_t original_bytes = 0;
+  uint32_t crc = 0;
+  uint64_t hash = 0, covered = 0;
+  int64_t global_rank = -1;
+  std::string_view source_name, name_prefix;
+  Ns offset_ns = 0;
+  uint64_t output_events = 0;
+};
+
+RecordHeader read_header(Reader& in) {
+  RecordHeader h;
+  if (uint64_t version = in.varint(); version != kFormatVersion)
+    in.fail("format version " + std::to_string(version) + " (this tracelane reads " + std::to_string(kFormatVersion) +
+            ")");
+  h.original_bytes = in.varint();
+  h.crc = uint32_t(in.fixed(4));
+  h.hash = in.fixed(8);
+  h.covered = in.fixed(8);
+  h.global_rank = unzigzag(in.varint());
+  h.source_name = in.text();
+  h.name_prefix = in.text();
+  h.offset_ns = unzigzag(in.varint());
+  h.output_events = in.varint();
+  return h;
+}
+
+std::string record_where(std::string_view source, size_t k, size_t count) {
+  std::string where = std::string(source) + ": restore data";
+  if (count > 1) where += " (record " + std::to_string(k) + " of " + std::to_string(count) + ")";
+  return where;
+}
+
+}  // namespace
+
+uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
+  constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P3 = 1609587929392839161ULL,
+                     P4 = 9650029242287828579ULL, P5 = 2870177450012600261ULL;
+  auto round = [&](uint64_t acc, uint64_t input) { return rotl(acc + input * P2, 31) * P1; };
+  auto merge = [&](uint64_t acc, uint64_t v) { return (acc ^ round(0, v)) * P1 + P4; };
+  const char* p = bytes.data();
+  const char* end = p + bytes.size();
+  uint64_t h;
+  if (bytes.size() >= 32) {
+    uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+    for (; p + 32 <= end; p += 32) {
+      v1 = round(v1, read64(p));
+      v2 = round(v2, read64(p + 8));
+      v3 = round(v3, read64(p + 16));
+      v4 = round(v4, read64(p + 24));
+    }
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+  } else {
+    h = seed + P5;
+  }
+  h += uint64_t(bytes.size());
+  for (; p + 8 <= end; p += 8) h = rotl(h ^ round(0, read64(p)), 27) * P1 + P4;
+  if (p + 4 <= end) {
+    h = rotl(h ^ (uint64_t(read32(p)) * P1), 23) * P2 + P3;
+    p += 4;
+  }
+  for (; p < end; ++p) h = rotl(h ^ (uint64_t(uint8_t(*p)) * P5), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return h;
+}
+
+void append_restore_data(std::string& text, WrittenEvents events, const std::vector<RestoreSource>& sources) {
+  static constexpr std::string_view kEnd = "\n}\n";
+  if (text.size() < kEnd.size() || text.compare(text.size() - kEnd.size(), kEnd.size(), kEnd) != 0)
+    throw Error("internal: restore data appended to an output that does not end the trace object");
+  size_t output_events = 0;
+  for (const RestoreSource& source : sources) {
+    size_t written = 0;
+    for (const Event& event : source.trace->events) written += !event.dropped;
+    output_events = std::max(output_events, source.first_output_index + written);
+  }
+  text.resize(text.size() - kEnd.size());
+  text += ",\n  ";
+  size_t key_begin = text.size();
+  // What the record checks the output against: all of it but the key's own value, which is
+  // the key's text, the list and "\n}\n" after it.
+  uint64_t covered = xxhash64(kEnd, xxhash64(text));
+  std::vector<std::string> records;
+  for (const RestoreSource& source : sources)
+    records.push_back(encode_record(text, events, key_begin, covered, output_events, source));
+  text += key_pattern();
+  for (size_t k = 0; k < records.size(); ++k) {
+    if (k) text += ", ";
+    text.push_back('"');
+    append_base64(text, records[k]);
+    text.push_back('"');
+  }
+  text += "]";
+  text += kEnd;
+}
+
+std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, std::string_view source) {
+  RestoreKey key;
+  std::vector<RestoreRecordInfo> infos;
+  if (!find_restore_key(compacted, source, key)) return infos;
+  for (size_t k = 0; k < key.records.size(); ++k) {
+    std::string where = record_where(source, k, key.records.size());
+    std::string raw = unpack_record(key.records[k], where);
+    Reader in(raw, where);
+    RecordHeader h = read_header(in);
+    infos.push_back({h.global_rank, std::string(h.source_name), h.original_bytes});
+  }
+  return infos;
+}
+
+std::string restore_original(std::string compacted, const std::string& source, size_t record) {
+  RestoreKey key;
+  if (!find_restore_key(compacted, source, key))
+    throw Error(source + ": no restore data (no top-level key \"" + kRestoreKey +
+                "\"; it was written with --no-restore-data, by another tool, or the key was removed)");
+  if (record >= key.records.size())
+    throw Error(source + ": restore data has " + std::to_string(key.records.size()) + " record(s), not " +
+                std::to_string(record + 1));
+  std::string where = record_where(source, record, key.records.size());
+  std::string raw = unpack_record(key.records[record], where);
+  Reader in(raw, where);
+  RecordHeader h = read_header(in);
+  // `key.key_begin` counts from the start of the text that parse_trace takes over below.
+  if (covered_hash(compacted, key.key_begin, key.value_end) != h.covered)
+    throw Error(source + ": the compacted trace was changed after it was written (its checksum differs from the "
+                "one in the restore data): events or top-level keys were edited, or bytes are damaged");
+  size_t key_begin = key.key_begin;
+  Trace output = parse_trace(std::move(compacted), source);
+  std::string_view text = output.document;
+  if (!output.find_top(kRestoreKey)) throw Error(source + ": \"" + kRestoreKey + "\" is not a top-level key");
+  if (output.events.size() != h.output_events)
+    throw Error(where + " is for an output of " + std::to_string(h.output_events) + " events, this one has " +
+                std::to_string(output.events.size()));
+  size_t events_begin = SIZE_MAX, events_end = SIZE_MAX;
+  if (!output.events.empty()) {
+    events_begin = size_t(output.events.front().raw.data() - text.data());
+    events_end = size_t(output.events.back().raw.data() + output.events.back().raw.size() - text.data());
+  }
+  std::string_view output_head = events_begin == SIZE_MAX ? text.substr(0, key_begin) : text.substr(0, events_begin);
+  std::string_view output_tail =
+      events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end, key_begin - events_end);
+
+  if (h.original_bytes > kMaxRecordBytes * 64) in.fail("the original's length is implausible");
+  std::string original;
+  original.reserve(h.original_bytes);
+  apply_diff(original, in, output_head);
+  std::string tail;
+  apply_diff(tail, in, output_tail);
+  uint64_t originals = in.varint();
+  std::string_view default_gap = in.text();
+  uint64_t exceptions = in.varint();
+  std::vector<std::pair<uint64_t, std::string_view>> gaps;
+  uint64_t at = 0;
+  for (uint64_t k = 0; k < exceptions; ++k) {
+    at += in.varint();
+    gaps.emplace_back(at, in.text());
+  }
+  std::vector<int64_t> placed;  // per original: output index, or -1 when removed
+  if (originals > h.original_bytes) in.fail("more events than the original has bytes");
+  placed.reserve(originals);
+  int64_t previous = -1;
+  for (uint64_t k = 0; k < originals; ++k) {
+    uint64_t v = in.varint();
+    if (v == 0) {
+      placed.push_back(-1);
+      continue;
+    }
+    previous = previous + 1 + unzigzag(v - 1);
+    if (previous < 0 || uint64_t(previous) >= output.events.size()) in.fail("an event is placed outside the output");
+    placed.push_back(previous);
+  }
+  std::vector<uint8_t> masks;
+  for (int64_t p : placed)
+    if (p >= 0) masks.push_back(in.byte());
+
+  Reader values(in.text(), where);
+  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
+  size_t next_mask = 0, next_gap = 0;
+  for (uint64_t k = 0; k < originals; ++k) {
+    if (k > 0) {
+      bool exception = next_gap < gaps.size() && gaps[next_gap].first == k;
+      original += exception ? gaps[next_gap++].second : default_gap;
+    }
+    if (placed[k] < 0) {  // removed by compaction: its text is kept
+      original += in.text();
+      continue;
+    }
+    const Event& event = output.events[size_t(placed[k])];
+    uint8_t mask = masks[next_mask++];
+    if (!mask) {
+      original += event.raw;
+      continue;
+    }
+    std::array<std::string_view, kFieldCount> replaced;
+    std::string shifted;
+    for (int f = 0; f < kFieldCount; ++f) {
+      if (!((mask >> f) & 1)) continue;
+      if (!event.spans[f].length) in.fail("a replaced value is missing from output event #" + std::to_string(placed[k]));
+      std::string_view now = event.value_text(Field(f));
+      uint8_t code = values.byte();
+      switch (code) {
+        case kLiteral: replaced[f] = values.text(); break;
+        case kPrevious: {
+          const Id& id = id_of(event, f);
+          auto it = id.is_int() && f != kTs && f != kDur && f != kArgName ? last_text[f].find(id.value)
+                                                                          : last_text[f].end();
+          if (it == last_text[f].end()) values.fail("a value refers to one not seen before");
+          replaced[f] = it->second;
+          break;
+        }
+        case kAsTid:
+          if (f != kStream) values.fail("a value code does not fit its field");
+          replaced[f] = (mask >> kTid) & 1 ? replaced[kTid] : event.value_text(kTid);
+          break;
+        case kShifted:
+          if (f != kTs || !event.ts.numeric) values.fail("a value code does not fit its field");
+          shifted = ns_as_us(event.ts.ns - h.offset_ns);
+          replaced[f] = shifted;
+          break;
+        case kUnprefixed:
+          if (f != kArgName || now.size() < 1 + h.name_prefix.size() ||
+              now.substr(1, h.name_prefix.size()) != h.name_prefix)
+            values.fail("a name lacks the rank prefix");
+          break;
+        default: values.fail("unknown value code " + std::to_string(code));
+      }
+      if ((f == kPid || f == kTid || f == kId || f == kStream) && code != kAsTid && code != kPrevious) {
+        const Id& id = id_of(event, f);
+        if (id.is_int()) last_text[f][id.value] = replaced[f];
+      }
+    }
+    // Put the original values back in byte order.
+    std::array<int, kFieldCount> order;
+    int n = 0;
+    for (int f = 0; f < kFieldCount; ++f)
+      if ((mask >> f) & 1) order[n++] = f;
+    std::sort(order.begin(), order.begin() + n,
+              [&](int a, int b) { return event.spans[a].offset < event.spans[b].offset; });
+    uint32_t pos = 0;
+    for (int j = 0; j < n; ++j) {
+      int f = order[j];
+      const Span& span = event.spans[f];
+      if (span.offset < pos) in.fail("replaced values overlap in output event #" + std::to_string(placed[k]));
+      original.append(event.raw.substr(pos, span.offset - pos));
+      if (f == kArgName) {
+        std::string_view now = event.value_text(kArgName);
+        original.push_back('"');
+        original.append(now.substr(1 + h.name_prefix.size()));
+      } else {
+        original.append(replaced[f]);
+      }
+      pos = span.offset + span.length;
+    }
+    original.append(event.raw.substr(pos));
+  }
+  original += tail;
+  if (!in.done() || !values.done()) in.fail("bytes left over");
+  if (original.size() != h.original_bytes || libdeflate_crc32(0, original.data(), original.size()) != h.crc ||
+      xxhash64(original) != h.hash)
+    throw Error(where + " does not rebuild the original (its length or checksums differ): the restore data or the "
+                "events it refers to are damaged");
+  return original;
+}
+
+}  // namespace tracelane
