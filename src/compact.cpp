@@ -463,6 +463,7 @@ std::string write_compacted(const CompactedTrace& compacted) {
       if (written.begin == SIZE_MAX) written.begin = o.size();
       append_event(o, event);
       written.end = o.size();
+      ++written.count;
     }
   });
   if (compacted.restore_data) {

@@ -306,7 +306,6 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
   out.reserve(bound);  // pages not written cost no memory
   WrittenEvents written;
   std::vector<RestoreSource> sources;
-  size_t output_index = 0;
   write_trace_object(out, top, {}, [&](std::string& o) {
     bool first = true;
     auto put = [&](const Event& event, std::string_view prefix) {
@@ -317,11 +316,11 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
       if (written.begin == SIZE_MAX) written.begin = o.size();
       append_event(o, event, prefix);
       written.end = o.size();
-      ++output_index;
+      ++written.count;
     };
     for (size_t s = 0; s < stacked.size(); ++s) {
       const RankState& rank = *stacked[s];
-      sources.push_back({&rank.input->compacted.trace, output_index, rank.prefix, rank.offset_ns, rank.global_rank});
+      sources.push_back({&rank.input->compacted.trace, written.count, rank.prefix, rank.offset_ns, rank.global_rank});
       for (const Event& event : rank.input->compacted.trace.events) put(event, rank.prefix);
       for (const Event& event : new_metadata[s]) put(event, {});
     }

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 
@@ -49,7 +50,8 @@ enum Code : uint8_t {
   kPrevious = 1,   // the text this field last had for the same output integer
   kAsTid = 2,      // args.stream: the event's original tid text
   kShifted = 3,    // ts: the output's time less the record's clock offset
-  kUnprefixed = 4  // args.name: the output's text without the record's prefix
+  kUnprefixed = 4,  // args.name: the output's text without the record's prefix
+  kNear = 5         // an integer written plainly: the difference from this field's last one
 };
 
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
@@ -111,6 +113,7 @@ class Reader {
   }
   uint8_t byte() { return uint8_t(fixed(1)); }
   bool done() const { return pos_ == data_.size(); }
+  const std::string& where() const { return where_; }
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(where_ + " is damaged: " + what + " at byte " + std::to_string(pos_) + " of its decompressed data");
   }
@@ -121,25 +124,69 @@ class Reader {
   const std::string& where_;
 };
 
-// head/tail of the original as a diff against the output's: common prefix and suffix
-// lengths and the original's middle.
+// head/tail of the original as a diff against the output's, line by line: runs of the
+// output's lines (each run where the last one ended, or elsewhere) and lines of its own. A
+// merged output's head is one rank's top level with a few keys replaced, so a rank's own
+// head is mostly runs of it.
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    end = end == std::string_view::npos ? text.size() : end + 1;
+    lines.push_back(text.substr(start, end - start));
+    start = end;
+  }
+  return lines;
+}
 void put_diff(std::string& out, std::string_view original, std::string_view output) {
-  size_t prefix = 0, limit = std::min(original.size(), output.size());
-  while (prefix < limit && original[prefix] == output[prefix]) ++prefix;
-  size_t suffix = 0;
-  while (suffix < limit - prefix && original[original.size() - 1 - suffix] == output[output.size() - 1 - suffix])
-    ++suffix;
-  put_varint(out, prefix);
-  put_varint(out, suffix);
-  put_text(out, original.substr(prefix, original.size() - prefix - suffix));
+  std::vector<std::string_view> mine = lines_of(original), theirs = lines_of(output);
+  std::unordered_map<std::string_view, std::vector<size_t>> where;
+  for (size_t j = 0; j < theirs.size(); ++j) where[theirs[j]].push_back(j);
+  std::string ops;
+  size_t count = 0, next = 0;  // `next`: the output line after the last run
+  for (size_t i = 0; i < mine.size();) {
+    auto it = where.find(mine[i]);
+    if (it == where.end()) {
+      put_varint(ops, (1u << 1) | 1);  // one line of its own
+      put_text(ops, mine[i]);
+      ++i, ++count;
+      continue;
+    }
+    // The longest run among the places this line occurs (the first few), `next` first.
+    size_t best_at = it->second.front(), best_length = 0;
+    auto try_at = [&](size_t j) {
+      size_t n = 0;
+      while (i + n < mine.size() && j + n < theirs.size() && mine[i + n] == theirs[j + n]) ++n;
+      if (n > best_length) best_at = j, best_length = n;
+    };
+    if (next < theirs.size() && theirs[next] == mine[i]) try_at(next);
+    for (size_t k = 0; k < it->second.size() && k < 8; ++k) try_at(it->second[k]);
+    put_varint(ops, best_length << 1);
+    put_varint(ops, zigzag(int64_t(best_at) - int64_t(next)));
+    i += best_length, next = best_at + best_length, ++count;
+  }
+  put_varint(out, count);
+  put_text(out, ops);
 }
 void apply_diff(std::string& out, Reader& in, std::string_view output) {
-  uint64_t prefix = in.varint(), suffix = in.varint();
-  std::string_view middle = in.text();
-  if (prefix > output.size() || suffix > output.size() - prefix) in.fail("a diff reaches past the output's text");
-  out.append(output.substr(0, prefix));
-  out.append(middle);
-  out.append(output.substr(output.size() - suffix));
+  std::vector<std::string_view> theirs = lines_of(output);
+  uint64_t count = in.varint();
+  Reader ops(in.text(), in.where());
+  size_t next = 0;
+  for (uint64_t k = 0; k < count; ++k) {
+    uint64_t op = ops.varint();
+    if (op & 1) {
+      for (uint64_t n = op >> 1; n > 0; --n) out.append(ops.text());
+      continue;
+    }
+    int64_t at = int64_t(next) + unzigzag(ops.varint());
+    uint64_t length = op >> 1;
+    if (at < 0 || uint64_t(at) > theirs.size() || length > theirs.size() - uint64_t(at))
+      in.fail("a diff reaches past the output's text");
+    for (uint64_t n = 0; n < length; ++n) out.append(theirs[size_t(at) + n]);
+    next = size_t(at) + length;
+  }
+  if (!ops.done()) in.fail("a diff has bytes left over");
 }
 
 const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -217,6 +264,7 @@ std::string encode_record(std::string_view text, WrittenEvents written, size_t k
   size_t first_begin = 0, previous_end = 0;
   std::string_view default_gap;
   std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
+  std::array<int64_t, kFieldCount> last_integer{};
   for (const Event& event : trace.events) {
     bool written_here = !event.dropped;
     size_t here = output_index;
@@ -276,6 +324,14 @@ std::string encode_record(std::string_view text, WrittenEvents written, size_t k
           continue;
         }
         it->second = original;
+      }
+      // Flow ids count up, tids and pids repeat: a plain integer as a difference.
+      int64_t value = 0;
+      if (parse_json_int(original, value) && std::to_string(value) == original) {
+        values.push_back(char(kNear));
+        put_varint(values, zigzag(int64_t(uint64_t(value) - uint64_t(last_integer[f]))));
+        last_integer[f] = value;
+        continue;
       }
       values.push_back(char(kLiteral));
       put_text(values, original);
@@ -462,12 +518,7 @@ void append_restore_data(std::string& text, WrittenEvents events, const std::vec
   static constexpr std::string_view kEnd = "\n}\n";
   if (text.size() < kEnd.size() || text.compare(text.size() - kEnd.size(), kEnd.size(), kEnd) != 0)
     throw Error("internal: restore data appended to an output that does not end the trace object");
-  size_t output_events = 0;
-  for (const RestoreSource& source : sources) {
-    size_t written = 0;
-    for (const Event& event : source.trace->events) written += !event.dropped;
-    output_events = std::max(output_events, source.first_output_index + written);
-  }
+  size_t output_events = events.count;
   text.resize(text.size() - kEnd.size());
   text += ",\n  ";
   size_t key_begin = text.size();
@@ -569,6 +620,8 @@ std::string restore_original(std::string compacted, const std::string& source, s
 
   Reader values(in.text(), where);
   std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
+  std::array<int64_t, kFieldCount> last_integer{};
+  std::deque<std::string> integers;  // texts of kNear values (stable addresses)
   size_t next_mask = 0, next_gap = 0;
   for (uint64_t k = 0; k < originals; ++k) {
     if (k > 0) {
@@ -615,6 +668,10 @@ std::string restore_original(std::string compacted, const std::string& source, s
           if (f != kArgName || now.size() < 1 + h.name_prefix.size() ||
               now.substr(1, h.name_prefix.size()) != h.name_prefix)
             values.fail("a name lacks the rank prefix");
+          break;
+        case kNear:
+          last_integer[f] = int64_t(uint64_t(last_integer[f]) + uint64_t(unzigzag(values.varint())));
+          replaced[f] = integers.emplace_back(std::to_string(last_integer[f]));
           break;
         default: values.fail("unknown value code " + std::to_string(code));
       }

@@ -28,6 +28,7 @@ struct RestoreSource {
 // '{' to the last event's '}'; both SIZE_MAX when no event was written.
 struct WrittenEvents {
   size_t begin = SIZE_MAX, end = SIZE_MAX;
+  size_t count = 0;  // events written
 };
 
 // Appends the restore key to a written output (`text` ends with "\n}\n", as the writer
