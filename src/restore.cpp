@@ -232,30 +232,20 @@ bool decode_base64(std::string_view text, std::string& out) {
   return true;
 }
 
-std::string file_name_of(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// The output outside the restore key's value: everything it applies to.
-uint64_t covered_hash(std::string_view text, size_t key_begin, size_t value_end) {
-  return xxhash64(text.substr(value_end), xxhash64(text.substr(0, key_begin)));
-}
-
 // The id a replaced pid/tid/id/stream value has in the output.
 const Id& id_of(const Event& event, int field) {
   return field == kPid ? event.pid : field == kTid ? event.tid : field == kId ? event.id : event.stream;
 }
 
-std::string encode_record(std::string_view text, WrittenEvents written, size_t key_begin, uint64_t covered,
-                          size_t output_events, const RestoreSource& source) {
+// `text`: the output without restore data.
+std::string encode_record(std::string_view text, WrittenEvents written, uint64_t covered, size_t output_events,
+                          const RestoreSource& source) {
   const Trace& trace = *source.trace;
   std::string_view document = trace.document;
   if (document.empty() && !trace.events.empty())
     throw Error(trace.source + ": internal: no original document to make restore data from");
-  std::string_view output_head = written.begin == SIZE_MAX ? text.substr(0, key_begin) : text.substr(0, written.begin);
-  std::string_view output_tail =
-      written.begin == SIZE_MAX ? std::string_view() : text.substr(written.end, key_begin - written.end);
+  std::string_view output_head = written.begin == SIZE_MAX ? text : text.substr(0, written.begin);
+  std::string_view output_tail = written.begin == SIZE_MAX ? std::string_view() : text.substr(written.end);
 
   std::string header, placement, masks, values, dropped, gap_exceptions;
   // Originals in document order, each with its place in the output.
@@ -347,7 +337,6 @@ std::string encode_record(std::string_view text, WrittenEvents written, size_t k
   put_fixed(raw, xxhash64(document), 8);
   put_fixed(raw, covered, 8);
   put_varint(raw, zigzag(source.global_rank));
-  put_text(raw, file_name_of(trace.source));
   put_text(raw, source.name_prefix);
   put_varint(raw, zigzag(source.offset_ns));
   put_varint(raw, output_events);
@@ -377,30 +366,30 @@ std::string encode_record(std::string_view text, WrittenEvents written, size_t k
   return record;
 }
 
-// The restore key of an output: its position and the records in it.
+// The restore data of an output: the member `, "tracelane_restore": [...]` that
+// append_restore_data inserted, and the records in it.
 struct RestoreKey {
-  size_t key_begin = 0, value_end = 0;
+  size_t member_begin = 0, member_end = 0;
   std::vector<std::string_view> records;  // base64 text
 };
 
 std::string_view key_pattern() {
-  static const std::string pattern = std::string("\"") + kRestoreKey + "\": [";
+  static const std::string pattern = std::string(", \"") + kRestoreKey + "\": [";
   return pattern;
 }
 
-// Finds the key written last, as append_restore_data writes it. Returns false when the
+// Finds the member written last, as append_restore_data writes it. Returns false when the
 // output has none.
 bool find_restore_key(std::string_view text, std::string_view source, RestoreKey& key) {
   size_t at = text.rfind(key_pattern());
   if (at == std::string_view::npos) return false;
-  key.key_begin = at;
+  key.member_begin = at;
   size_t p = at + key_pattern().size();
   auto damaged = [&](const std::string& what) {
-    return Error(std::string(source) + ": restore data (top-level key \"" + kRestoreKey + "\", byte " +
-                 std::to_string(p) + ") is damaged: " + what);
+    return Error(std::string(source) + ": restore data (\"" + kRestoreKey + "\", byte " + std::to_string(p) +
+                 ") is damaged: " + what);
   };
   for (;;) {
-    while (p < text.size() && (text[p] == ' ' || text[p] == '\n')) ++p;
     if (p >= text.size()) throw damaged("the list does not end");
     if (text[p] == ']' && key.records.empty()) break;
     if (text[p] != '"') throw damaged("expected a string");
@@ -408,16 +397,41 @@ bool find_restore_key(std::string_view text, std::string_view source, RestoreKey
     if (end == std::string_view::npos) throw damaged("a string does not end");
     key.records.push_back(text.substr(p + 1, end - p - 1));
     p = end + 1;
-    while (p < text.size() && (text[p] == ' ' || text[p] == '\n')) ++p;
-    if (p < text.size() && text[p] == ',') {
-      ++p;
+    if (text.compare(p, 2, ", ") == 0) {
+      p += 2;
       continue;
     }
     if (p < text.size() && text[p] == ']') break;
-    throw damaged("expected ',' or ']'");
+    throw damaged("expected ', ' or ']'");
   }
-  key.value_end = p + 1;
+  key.member_end = p + 1;
   return true;
+}
+
+// Where the restore member goes: at the end of the top-level object
+// "cuda_graph_stream_compaction" (compaction's own record, which every output has and
+// which semdiff and viewers ignore). Returns the position of that object's closing brace.
+size_t restore_member_position(std::string_view text) {
+  static const std::string key = "\"cuda_graph_stream_compaction\": {";
+  size_t at = text.rfind(key);
+  if (at == std::string_view::npos)
+    throw Error("internal: an output without \"cuda_graph_stream_compaction\" to put restore data in");
+  int depth = 0;
+  bool in_string = false;
+  for (size_t p = at + key.size() - 1; p < text.size(); ++p) {
+    char c = text[p];
+    if (in_string) {
+      if (c == '\\') ++p;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return p;
+    }
+  }
+  throw Error("internal: \"cuda_graph_stream_compaction\" does not end");
 }
 
 // A record's decompressed bytes, after its own checks.
@@ -448,7 +462,7 @@ struct RecordHeader {
   uint32_t crc = 0;
   uint64_t hash = 0, covered = 0;
   int64_t global_rank = -1;
-  std::string_view source_name, name_prefix;
+  std::string_view name_prefix;
   Ns offset_ns = 0;
   uint64_t output_events = 0;
 };
@@ -463,7 +477,6 @@ RecordHeader read_header(Reader& in) {
   h.hash = in.fixed(8);
   h.covered = in.fixed(8);
   h.global_rank = unzigzag(in.varint());
-  h.source_name = in.text();
   h.name_prefix = in.text();
   h.offset_ns = unzigzag(in.varint());
   h.output_events = in.varint();
@@ -515,28 +528,19 @@ uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
 }
 
 void append_restore_data(std::string& text, WrittenEvents events, const std::vector<RestoreSource>& sources) {
-  static constexpr std::string_view kEnd = "\n}\n";
-  if (text.size() < kEnd.size() || text.compare(text.size() - kEnd.size(), kEnd.size(), kEnd) != 0)
-    throw Error("internal: restore data appended to an output that does not end the trace object");
-  size_t output_events = events.count;
-  text.resize(text.size() - kEnd.size());
-  text += ",\n  ";
-  size_t key_begin = text.size();
-  // What the record checks the output against: all of it but the key's own value, which is
-  // the key's text, the list and "\n}\n" after it.
-  uint64_t covered = xxhash64(kEnd, xxhash64(text));
-  std::vector<std::string> records;
-  for (const RestoreSource& source : sources)
-    records.push_back(encode_record(text, events, key_begin, covered, output_events, source));
-  text += key_pattern();
-  for (size_t k = 0; k < records.size(); ++k) {
-    if (k) text += ", ";
-    text.push_back('"');
-    append_base64(text, records[k]);
-    text.push_back('"');
+  size_t at = restore_member_position(text);
+  // The records describe the output as it is without them, so removing the member gives
+  // back exactly what --no-restore-data writes, and that is what restore checks against.
+  uint64_t covered = xxhash64(text);
+  std::string member(key_pattern());
+  for (size_t k = 0; k < sources.size(); ++k) {
+    if (k) member += ", ";
+    member.push_back('"');
+    append_base64(member, encode_record(text, events, covered, events.count, sources[k]));
+    member.push_back('"');
   }
-  text += "]";
-  text += kEnd;
+  member += "]";
+  text.insert(at, member);
 }
 
 std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, std::string_view source) {
@@ -548,7 +552,7 @@ std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, 
     std::string raw = unpack_record(key.records[k], where);
     Reader in(raw, where);
     RecordHeader h = read_header(in);
-    infos.push_back({h.global_rank, std::string(h.source_name), h.original_bytes});
+    infos.push_back({h.global_rank, h.original_bytes});
   }
   return infos;
 }
@@ -556,8 +560,8 @@ std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, 
 std::string restore_original(std::string compacted, const std::string& source, size_t record) {
   RestoreKey key;
   if (!find_restore_key(compacted, source, key))
-    throw Error(source + ": no restore data (no top-level key \"" + kRestoreKey +
-                "\"; it was written with --no-restore-data, by another tool, or the key was removed)");
+    throw Error(source + ": no restore data (no \"" + kRestoreKey +
+                "\" in cuda_graph_stream_compaction; written with --no-restore-data, by another tool, or removed)");
   if (record >= key.records.size())
     throw Error(source + ": restore data has " + std::to_string(key.records.size()) + " record(s), not " +
                 std::to_string(record + 1));
@@ -565,14 +569,12 @@ std::string restore_original(std::string compacted, const std::string& source, s
   std::string raw = unpack_record(key.records[record], where);
   Reader in(raw, where);
   RecordHeader h = read_header(in);
-  // `key.key_begin` counts from the start of the text that parse_trace takes over below.
-  if (covered_hash(compacted, key.key_begin, key.value_end) != h.covered)
+  compacted.erase(key.member_begin, key.member_end - key.member_begin);
+  if (xxhash64(compacted) != h.covered)
     throw Error(source + ": the compacted trace was changed after it was written (its checksum differs from the "
                 "one in the restore data): events or top-level keys were edited, or bytes are damaged");
-  size_t key_begin = key.key_begin;
   Trace output = parse_trace(std::move(compacted), source);
   std::string_view text = output.document;
-  if (!output.find_top(kRestoreKey)) throw Error(source + ": \"" + kRestoreKey + "\" is not a top-level key");
   if (output.events.size() != h.output_events)
     throw Error(where + " is for an output of " + std::to_string(h.output_events) + " events, this one has " +
                 std::to_string(output.events.size()));
@@ -581,9 +583,8 @@ std::string restore_original(std::string compacted, const std::string& source, s
     events_begin = size_t(output.events.front().raw.data() - text.data());
     events_end = size_t(output.events.back().raw.data() + output.events.back().raw.size() - text.data());
   }
-  std::string_view output_head = events_begin == SIZE_MAX ? text.substr(0, key_begin) : text.substr(0, events_begin);
-  std::string_view output_tail =
-      events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end, key_begin - events_end);
+  std::string_view output_head = events_begin == SIZE_MAX ? text : text.substr(0, events_begin);
+  std::string_view output_tail = events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end);
 
   if (h.original_bytes > kMaxRecordBytes * 64) in.fail("the original's length is implausible");
   std::string original;

@@ -12,7 +12,8 @@
 
 namespace tracelane {
 
-// The top-level key, written last: a JSON array with one base64 string per source trace.
+// The key, written as the last member of the top-level object
+// "cuda_graph_stream_compaction": a JSON array with one base64 string per source trace.
 inline constexpr const char* kRestoreKey = "tracelane_restore";
 
 // One source trace of an output, as its events were written.
@@ -31,15 +32,14 @@ struct WrittenEvents {
   size_t count = 0;  // events written
 };
 
-// Appends the restore key to a written output (`text` ends with "\n}\n", as the writer
-// leaves it). Throws Error naming the source when a trace's events do not tile its
-// document (which would mean the parser and this encoder disagree).
+// Adds the restore data to a written output. Throws Error naming the source when a
+// trace's events do not tile its document (which would mean the parser and this encoder
+// disagree).
 void append_restore_data(std::string& text, WrittenEvents events, const std::vector<RestoreSource>& sources);
 
 // What a restore record says about itself, read without rebuilding anything.
 struct RestoreRecordInfo {
   int64_t global_rank = -1;
-  std::string source_name;  // the original's file name, as it was compacted
   uint64_t original_bytes = 0;
 };
 

@@ -431,7 +431,7 @@ int run_restore(int argc, char** argv) {
     std::string text = cli::read_trace_bytes(input);
     std::vector<RestoreRecordInfo> records = list_restore_records(text, input.string());
     if (records.empty())
-      throw Error(input.string() + ": no restore data (no top-level key \"" + std::string(kRestoreKey) +
+      throw Error(input.string() + ": no restore data (no \"" + std::string(kRestoreKey) +
                   "\"): it was written with --no-restore-data or by another tool, or is not a tracelane output");
     size_t record = 0;
     auto ranks = [&] {
@@ -455,7 +455,6 @@ int run_restore(int argc, char** argv) {
     cli::write_atomically(output, bytes, common.overwrite);
     JsonValue summary = JsonValue::object();
     summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
-    summary.set("original", JsonValue::string(records[record].source_name));
     if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));
     summary.set("bytes", JsonValue::integer(int64_t(records[record].original_bytes)));
     summary.set("verified", JsonValue::boolean(true));

@@ -42,7 +42,7 @@ def md5(path):
 
 
 def restore_key_bytes(path):
-    return sum(len(r) for r in json.loads(e2e.read_bytes(path))["tracelane_restore"])
+    return sum(len(r) for r in json.loads(e2e.read_bytes(path))["cuda_graph_stream_compaction"]["tracelane_restore"])
 
 
 RESTORED = itertools.count()
