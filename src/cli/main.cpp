@@ -428,7 +428,8 @@ int run_restore(int argc, char** argv) {
     return kExitUsage;
   }
   try {
-    std::string text = cli::read_trace_bytes(input);
+    cli::FileIdentity identity;  // the original is no more readable than its copy
+    std::string text = cli::read_trace_bytes(input, &identity);
     std::vector<RestoreRecordInfo> records = list_restore_records(text, input.string());
     if (records.empty())
       throw Error(input.string() + ": no restore data (no \"" + std::string(kRestoreKey) +
@@ -452,7 +453,7 @@ int run_restore(int argc, char** argv) {
     }
     std::string original = restore_original(std::move(text), input.string(), record);
     std::string bytes = cli::encode_for(output, std::move(original), common.level);
-    cli::write_atomically(output, bytes, common.overwrite);
+    cli::write_atomically(output, bytes, common.overwrite, {}, {{input.filename().string(), identity}});
     JsonValue summary = JsonValue::object();
     summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
     if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));
