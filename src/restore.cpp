@@ -629,6 +629,8 @@ std::string restore_original(std::string compacted, const std::string& source, s
       bool exception = next_gap < gaps.size() && gaps[next_gap].first == k;
       original += exception ? gaps[next_gap++].second : default_gap;
     }
+    // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
+    if (original.size() > h.original_bytes) in.fail("the rebuilt text outgrows the original's length");
     if (placed[k] < 0) {  // removed by compaction: its text is kept
       original += in.text();
       continue;
