@@ -9,7 +9,7 @@ _tracelane() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
   # --option=value: bash splits at '=' (COMP_WORDBREAKS), so the option is two words back.
   if [[ $prev == = && $COMP_CWORD -ge 2 ]]; then prev=${COMP_WORDS[COMP_CWORD - 2]}; fi
-  local commands="compact merge sweep report check rules"
+  local commands="compact merge sweep report restore check rules"
   local command="" i
   COMPREPLY=()
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -25,10 +25,12 @@ _tracelane() {
 
   local options
   case $command in
-    compact) options="--help -h --output -o --overwrite --level --timings --rules --no-pp-flows --force --preview" ;;
-    merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview" ;;
+    compact) options="--help -h --output -o --overwrite --level --timings --rules --no-pp-flows --force --preview
+                      --no-restore-data" ;;
+    merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview --no-restore-data" ;;
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
-                    --report-dir --shard --level" ;;
+                    --report-dir --shard --level --no-restore-data" ;;
+    restore) options="--help -h --output -o --overwrite --level --rank" ;;
     report) options="--help -h --combine --report-dir --html --output -o --quiet -q" ;;
     check) options="--help -h --list" ;;
     rules) options="--help -h --print-defaults --check" ;;
@@ -48,7 +50,7 @@ _tracelane() {
     --level)
       mapfile -t COMPREPLY < <(compgen -W "0 1 2 3 4 5 6 7 8 9 10 11 12" -- "$cur")
       return 0 ;;
-    -j | --jobs | --memory | --shard | --list)
+    -j | --jobs | --memory | --shard | --list | --rank)
       return 0 ;;  # a number, a size, K/N: nothing to offer
   esac
 

@@ -16,6 +16,7 @@
 #include "tracelane/event_writer.hpp"
 #include "tracelane/lanes.hpp"
 #include "tracelane/merge.hpp"
+#include "tracelane/restore.hpp"
 #include "tracelane/rules.hpp"
 
 namespace tracelane {
@@ -389,6 +390,7 @@ std::string already_laned_reason(const Trace& trace) {
 
 CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   CompactedTrace result;
+  result.restore_data = options.restore_data;
   if (!options.force) {
     result.already_laned = already_laned_reason(trace);
     if (!result.already_laned.empty()) {
@@ -447,7 +449,10 @@ std::string write_compacted(const CompactedTrace& compacted) {
   std::string out;
   size_t bound = top_level_size_bound(trace);
   for (const Event& event : trace.events) bound += written_size_bound(event);
+  // Restore data is a small fraction of the text (bench/README.md): room for it too.
+  if (compacted.restore_data) bound += bound / 16 + 4096;
   out.reserve(bound);  // pages not written cost no memory
+  WrittenEvents written;
   write_trace_object(out, trace, {}, [&](std::string& o) {
     bool first = true;
     for (const Event& event : trace.events) {
@@ -455,9 +460,17 @@ std::string write_compacted(const CompactedTrace& compacted) {
       if (!first) o += ",\n";
       first = false;
       o += "  ";
+      if (written.begin == SIZE_MAX) written.begin = o.size();
       append_event(o, event);
+      written.end = o.size();
+      ++written.count;
     }
   });
+  if (compacted.restore_data) {
+    RestoreSource source;
+    source.trace = &trace;
+    append_restore_data(out, written, {source});
+  }
   return out;
 }
 

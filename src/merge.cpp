@@ -13,6 +13,7 @@
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/event_writer.hpp"
+#include "tracelane/restore.hpp"
 #include "tracelane/summary.hpp"
 
 namespace tracelane {
@@ -299,7 +300,12 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
     for (const Event& e : new_metadata[s]) bound += written_size_bound(e);
   }
   for (const Event& e : flows_holder.events) bound += written_size_bound(e);
+  bool restore_data = true;  // each rank's original, when every rank was compacted with it
+  for (const auto& input : inputs) restore_data = restore_data && input.compacted.restore_data;
+  if (restore_data) bound += bound / 16 + 4096;  // room for it (bench/README.md)
   out.reserve(bound);  // pages not written cost no memory
+  WrittenEvents written;
+  std::vector<RestoreSource> sources;
   write_trace_object(out, top, {}, [&](std::string& o) {
     bool first = true;
     auto put = [&](const Event& event, std::string_view prefix) {
@@ -307,14 +313,20 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
       if (!first) o += ",\n";
       first = false;
       o += "  ";
+      if (written.begin == SIZE_MAX) written.begin = o.size();
       append_event(o, event, prefix);
+      written.end = o.size();
+      ++written.count;
     };
     for (size_t s = 0; s < stacked.size(); ++s) {
-      for (const Event& event : stacked[s]->input->compacted.trace.events) put(event, stacked[s]->prefix);
+      const RankState& rank = *stacked[s];
+      sources.push_back({&rank.input->compacted.trace, written.count, rank.prefix, rank.offset_ns, rank.global_rank});
+      for (const Event& event : rank.input->compacted.trace.events) put(event, rank.prefix);
       for (const Event& event : new_metadata[s]) put(event, {});
     }
     for (const Event& event : flows_holder.events) put(event, {});
   });
+  if (restore_data) append_restore_data(out, written, sources);
   return result;
 }
 

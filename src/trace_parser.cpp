@@ -819,6 +819,7 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
     }
   }
   trace.storage = storage;
+  trace.document = std::string_view(storage->json.data(), length);
   return trace;
 }
 

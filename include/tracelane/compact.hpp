@@ -19,6 +19,7 @@ struct CompactOptions {
   const Rules* rules = nullptr;  // classification and PP rules (SPEC 9.9); null: built-in
   bool pp_flows = true;  // single-trace rank-local and unshard arrows (SPEC 7)
   bool force = false;    // compact a trace that is already laned (SPEC 9.8)
+  bool restore_data = true;  // write what restores the original (SPEC 9.12)
 };
 
 // One compacted lane and its annotation track.
@@ -65,6 +66,7 @@ struct CompactedTrace {
   std::vector<PidTracks> pid_tracks;
   TrackTids track_tids;  // kept for the sub-tracks a merge redoes
   CompactSummary summary;
+  bool restore_data = true;  // CompactOptions::restore_data, for the writers
 };
 
 // Why a trace is already laned (SPEC 9.8), or "" when it is not.

@@ -120,6 +120,7 @@ struct Trace {
   }
 
   std::string source;  // file name used in messages
+  std::string_view document;  // the whole text as parsed, for restore data (SPEC 9.12)
   std::vector<TopLevelField> top;
   size_t events_position = 0;  // index in `top` before which traceEvents is written
   std::vector<Event> events;

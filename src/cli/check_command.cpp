@@ -9,6 +9,7 @@
 #include "../check/check.hpp"
 #include "files.hpp"
 #include "printable.hpp"
+#include "tracelane/restore.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
@@ -35,8 +36,33 @@ const char* kCheckHelp =
     "Values compare exactly (numbers as decimals from their text, object keys unordered).\n"
     "It is for one trace and its compaction, not for merged PP outputs (merging renumbers\n"
     "pids and shifts times, so every event would differ).\n"
+    "It also reports COMPACTED's restore data (SPEC 9.12): absent; or present, complete\n"
+    "and verified (it rebuilds ORIGINAL byte for byte); a damaged record, or one that\n"
+    "rebuilds another trace, is a violation.\n"
     "\n"
     "Exit status: 0 OK, 1 violations, 2 usage error or unreadable input.\n";
+
+// What COMPACTED's restore data is: absent, or verified against ORIGINAL's bytes; `ok`
+// false when it is there but does not give ORIGINAL back.
+std::string restore_data_status(const std::string& original, const std::string& compacted, const std::string& path,
+                                bool& ok) {
+  try {
+    std::vector<RestoreRecordInfo> records = list_restore_records(compacted, path);
+    if (records.empty()) return "absent (`tracelane restore` cannot give ORIGINAL back from COMPACTED)";
+    if (records.size() > 1)
+      return "present, " + std::to_string(records.size()) +
+             " records (a merged output): not verified here; `tracelane restore --rank R` checks each";
+    if (restore_original(compacted, path, 0) != original) {
+      ok = false;
+      return "VIOLATION: present and complete, but it rebuilds another trace than ORIGINAL";
+    }
+    return "present, complete, verified (rebuilds ORIGINAL byte for byte, " + std::to_string(original.size()) +
+           " bytes)";
+  } catch (const Error& e) {
+    ok = false;
+    return std::string("VIOLATION: ") + e.what();
+  }
+}
 
 }  // namespace
 
@@ -86,9 +112,11 @@ int run_check(int argc, char** argv) {
     check::CheckOptions check_options;
     check_options.max_recorded = std::max<size_t>(listed, 1);
     check::CheckReport report = check::check_traces(bytes[0], bytes[1], check_options);
+    bool restore_ok = true;
+    std::string restore_line = "check: restore data: " + restore_data_status(bytes[0], bytes[1], paths[1], restore_ok);
     // Event names in the listed violations come from the traces: each line printable.
-    std::string text = "check: ORIGINAL " + paths[0] + "\ncheck: COMPACTED " + paths[1] + "\n" +
-                       check::format_report(report, listed);
+    std::string text = "check: ORIGINAL " + paths[0] + "\ncheck: COMPACTED " + paths[1] + "\n" + restore_line +
+                       "\n" + check::format_report(report, listed);
     for (size_t start = 0; start < text.size();) {
       size_t end = text.find('\n', start);
       if (end == std::string::npos) end = text.size();
@@ -97,7 +125,7 @@ int run_check(int argc, char** argv) {
       start = end + 1;
     }
     std::cout << std::flush;
-    return report.ok() ? kExitOk : kExitViolations;
+    return report.ok() && restore_ok ? kExitOk : kExitViolations;
   } catch (const check::CheckInputError& e) {
     print_error(paths[e.in_compacted ? 1 : 0] + ": " + e.what());
   } catch (const std::bad_alloc&) {

@@ -24,6 +24,7 @@
 #include "tracelane/compact.hpp"
 #include "tracelane/figures.hpp"
 #include "tracelane/merge.hpp"
+#include "tracelane/restore.hpp"
 #include "tracelane/rules.hpp"
 #include "tracelane/summary.hpp"
 #include "tracelane_build_info.hpp"  // TRACELANE_GIT_COMMIT, generated (cmake/BuildInfo.cmake)
@@ -54,13 +55,15 @@ const char* kUsage =
     "      join the partial reports of sweep --shard K/N runs into one\n"
     "  report --html REPORT.json [-o OUT.html]\n"
     "      draw the visual report page of an existing report\n"
+    "  restore COMPACTED [-o OUT] [--rank R] [--overwrite]\n"
+    "      write back the original trace a compacted or merged output was made from\n"
     "  check ORIGINAL COMPACTED [--list N]\n"
     "      verify a single-trace compaction independently; exit 1 on any violation\n"
     "  rules --print-defaults | --check FILE\n"
     "      the built-in classification and PP rules, or validate a --rules file\n"
     "\n"
     "compact, merge and sweep take --rules FILE; compact and merge take --force for\n"
-    "traces that are already laned.\n"
+    "traces that are already laned; all three take --no-restore-data.\n"
     "\n"
     "  tracelane <command> --help   options of a command\n"
     "  tracelane --version\n";
@@ -104,6 +107,7 @@ struct Common {
   int level = kDefaultLevel;
   bool timings = false;
   std::string preview;  // --preview FILE.svg: the timeline picture (docs/figures.md)
+  bool no_restore_data = false;
 };
 
 void add_common(po::options_description& options, Common& common) {
@@ -126,6 +130,11 @@ void guard_preview(const Common& common, const fs::path& output, std::vector<fs:
     throw cli::OutputRefused(common.preview + ": --preview writes SVG; give a name ending in .svg");
   inputs.push_back(output);
   cli::guard_output(preview, inputs, common.overwrite);
+}
+
+void add_restore_option(po::options_description& options, Common& common) {
+  options.add_options()("no-restore-data", po::bool_switch(&common.no_restore_data),
+                        "leave out what `tracelane restore` needs to write the original back");
 }
 
 // A bad rules file stops the command before any trace is read.
@@ -218,6 +227,7 @@ int run_compact(int argc, char** argv) {
   bool no_pp_flows = false, force = false;
   po::options_description options("compact options");
   add_common(options, common);
+  add_restore_option(options, common);
   options.add_options()("no-pp-flows", po::bool_switch(&no_pp_flows), "do not add rank-local PP arrows")(
       "force", po::bool_switch(&force), "compact a trace that is already laned (SPEC 9.8)");
   std::string input_arg;
@@ -249,6 +259,7 @@ int run_compact(int argc, char** argv) {
     CompactOptions compact_options;
     compact_options.pp_flows = !no_pp_flows;
     compact_options.force = force;
+    compact_options.restore_data = !common.no_restore_data;
     compact_options.rules = common.rules ? &*common.rules : nullptr;
     CompactedTrace compacted = compact_trace(std::move(trace), compact_options);
     timer.lap("compact");
@@ -306,6 +317,7 @@ int run_merge(int argc, char** argv) {
   bool force = false;
   po::options_description options("merge options");
   add_common(options, common);
+  add_restore_option(options, common);
   options.add_options()("force", po::bool_switch(&force), "merge ranks that are already laned (SPEC 9.8)");
   std::string input_arg;
   if (int code = parse(argc, argv, "merge", options, "DIR_OR_ONE_RANK_FILE", input_arg); code >= 0) return code;
@@ -334,6 +346,7 @@ int run_merge(int argc, char** argv) {
       CompactOptions compact_options;
       compact_options.pp_flows = false;
       compact_options.force = force;
+      compact_options.restore_data = !common.no_restore_data;
       compact_options.rules = common.rules ? &*common.rules : nullptr;
       inputs.push_back({file.filename().string(), compact_trace(std::move(trace), compact_options)});
       if (!inputs.back().compacted.already_laned.empty()) {
@@ -374,6 +387,93 @@ int run_merge(int argc, char** argv) {
     cli::print_error(input.string() + ": " + e.what());
   }
   return kExitUsage;  // the original exits 2 on any merge error; scripts rely on it
+}
+
+// `X_compacted.json.gz` -> `X_restored.json.gz` (`X_rank3_restored...` with --rank 3):
+// beside the compacted file, never the original's name.
+fs::path default_restore_output(const fs::path& compacted, std::optional<int64_t> rank) {
+  std::string name = compacted.filename().string(), extension;
+  for (const char* ext : {".json.gz", ".json"})
+    if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0) {
+      extension = ext;
+      name.resize(name.size() - extension.size());
+      break;
+    }
+  if (extension.empty()) extension = ".json.gz";
+  static const std::string kCompacted = "_compacted";
+  if (name.size() > kCompacted.size() && name.compare(name.size() - kCompacted.size(), std::string::npos, kCompacted) == 0)
+    name.resize(name.size() - kCompacted.size());
+  if (rank) name += "_rank" + std::to_string(*rank);
+  return compacted.parent_path() / (name + "_restored" + extension);
+}
+
+int run_restore(int argc, char** argv) {
+  Common common;
+  std::optional<int64_t> rank;
+  po::options_description options("restore options");
+  options.add_options()("help,h", "show this help")(
+      "output,o", po::value(&common.output),
+      "output file (.gz: gzip-compressed); default: COMPACTED's name without _compacted, plus _restored "
+      "(and _rank<R> with --rank)")("overwrite", po::bool_switch(&common.overwrite), "replace an existing output")(
+      "level", po::value(&common.level)->default_value(kDefaultLevel), "gzip level, 0 (store) to 12 (smallest)")(
+      "rank", po::value<int64_t>()->notifier([&](int64_t r) { rank = r; }),
+      "for a merged output: the global rank whose original to write");
+  std::string input_arg;
+  if (int code = parse(argc, argv, "restore", options, "COMPACTED", input_arg); code >= 0) return code;
+  if (!check_level(common.level, "restore")) return kExitUsage;
+  fs::path input(input_arg);
+  fs::path output = common.output.empty() ? default_restore_output(input, rank) : fs::path(common.output);
+  try {
+    cli::guard_output(output, {input}, common.overwrite);
+  } catch (const cli::OutputRefused& e) {
+    cli::print_error(e.what());
+    return kExitUsage;
+  }
+  try {
+    cli::FileIdentity identity;  // the original is no more readable than its copy
+    std::string text = cli::read_trace_bytes(input, &identity);
+    std::vector<RestoreRecordInfo> records = list_restore_records(text, input.string());
+    if (records.empty())
+      throw Error(input.string() + ": no restore data (no \"" + std::string(kRestoreKey) +
+                  "\"): it was written with --no-restore-data or by another tool, or is not a tracelane output");
+    size_t record = 0;
+    auto ranks = [&] {
+      std::string list;
+      for (const auto& r : records) list += (list.empty() ? "" : ", ") + std::to_string(r.global_rank);
+      return list;
+    };
+    if (rank) {
+      auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) { return r.global_rank == *rank; });
+      if (it == records.end())
+        throw Error(input.string() + ": no restore data for global rank " + std::to_string(*rank) +
+                    (records.size() > 1 ? " (it has ranks " + ranks() + ")" : " (it is not a merged output)"));
+      record = size_t(it - records.begin());
+    } else if (records.size() > 1) {
+      cli::print_error(input.string() + ": a merged output of " + std::to_string(records.size()) +
+                       " ranks; name one with --rank (" + ranks() + ")");
+      return kExitUsage;
+    }
+    std::string original = restore_original(std::move(text), input.string(), record);
+    std::string bytes = cli::encode_for(output, std::move(original), common.level);
+    cli::write_atomically(output, bytes, common.overwrite, {}, {{input.filename().string(), identity}});
+    JsonValue summary = JsonValue::object();
+    summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
+    if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));
+    summary.set("bytes", JsonValue::integer(int64_t(records[record].original_bytes)));
+    summary.set("verified", JsonValue::boolean(true));
+    std::cout << summary.dump(2) << std::endl;
+    return kExitOk;
+  } catch (const cli::OutputRefused& e) {
+    cli::print_error(e.what());
+    return kExitUsage;
+  } catch (const Error& e) {
+    cli::print_error(e.what());
+  } catch (const std::bad_alloc&) {
+    cli::print_error(input.string() + ": out of memory");
+  } catch (const std::exception& e) {
+    cli::print_error(input.string() + ": " + e.what());
+  }
+  return kExitFailed;
 }
 
 }  // namespace
@@ -418,6 +518,7 @@ int run_command(int argc, char** argv) {
   if (command == "sweep") return cli::run_sweep(argc - 1, argv + 1);
   if (command == "report") return cli::run_report(argc - 1, argv + 1);
   if (command == "check") return cli::run_check(argc - 1, argv + 1);
+  if (command == "restore") return run_restore(argc - 1, argv + 1);
   cli::print_error("tracelane: unknown command '" + command + "'");
   std::cerr << "\n" << kUsage;
   return kExitUsage;
@@ -488,7 +589,9 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   std::string command = argv[1];
-  if (command == "compact" || command == "merge" || command == "sweep" || command == "check") use_huge_pages(argv);
+  if (command == "compact" || command == "merge" || command == "sweep" || command == "check" ||
+      command == "restore")
+    use_huge_pages(argv);
   // Never destroyed, so that std::cout's flush at exit finds it even after an exit() call.
   // std::cout is written from the main thread only (workers report on stderr).
   static StdoutBuffer* stdout_buffer = new StdoutBuffer;

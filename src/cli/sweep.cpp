@@ -457,6 +457,7 @@ struct SweepOptions {
   int level = 1;
   bool overwrite = false, dry_run = false, quiet = false;
   bool force = false;  // compact traces that are already laned (SPEC 9.8)
+  bool restore_data = true;  // outputs carry what restores their originals (SPEC 9.12)
   std::optional<Rules> rules;  // --rules FILE, loaded before any trace is read
   std::optional<Shard> shard;
 };
@@ -941,6 +942,7 @@ class Sweep {
       // replaces them with the merged file's own (SPEC 7, 8).
       compact_options.pp_flows = true;
       compact_options.force = options_.force;
+      compact_options.restore_data = options_.restore_data;
       compact_options.rules = options_.rules ? &*options_.rules : nullptr;
       task.compacted.emplace(compact_trace(std::move(*task.trace), compact_options));
       task.trace.reset();
@@ -1080,6 +1082,7 @@ int run_sweep(int argc, char** argv) {
   SweepOptions options;
   std::string root, report_dir, memory, shard, rules_file;
   int jobs = 0;
+  bool no_restore_data = false;
   po::options_description described("sweep options");
   described.add_options()("help,h", "show this help")(
       "jobs,j", po::value(&jobs), "threads (default: SLURM_CPUS_PER_TASK, else the cores available)")(
@@ -1088,6 +1091,8 @@ int run_sweep(int argc, char** argv) {
       "overwrite", po::bool_switch(&options.overwrite), "redo outputs that are up to date")(
       "force", po::bool_switch(&options.force), "compact traces that are already laned (SPEC 9.8)")(
       "rules", po::value(&rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
+      "no-restore-data", po::bool_switch(&no_restore_data),
+      "leave out what `tracelane restore` needs to write the originals back")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
       "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
@@ -1111,6 +1116,7 @@ int run_sweep(int argc, char** argv) {
     std::cout << kSweepUsage << "\n" << described;
     return kExitOk;
   }
+  options.restore_data = !no_restore_data;
   auto usage_error = [](const std::string& message) {
     std::cerr << "tracelane sweep: " << printable(message) << "\n" << kSweepUsage;
     return kExitUsage;

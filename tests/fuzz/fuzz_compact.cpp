@@ -4,7 +4,9 @@
 // halves are compacted as two ranks (no single-trace arrows) and merged with merge_ranks.
 // Every input must end in success or a clean tracelane::Error; anything else (a crash, a
 // sanitizer report, another exception escaping) is a bug, and so is an output that is not
-// valid JSON (checked with simdjson's DOM parser, as `tracelane check` reads it).
+// valid JSON (checked with simdjson's DOM parser, as `tracelane check` reads it), and so is
+// an output whose restore data (SPEC 9.12) does not give the input back byte for byte, or
+// is refused: whenever compaction or merge succeeds, restore must succeed too.
 //
 //   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DTRACELANE_FUZZ=ON \
 //       -DTRACELANE_BUILD_TESTS=OFF -DTRACELANE_BUILD_BENCH=OFF && ninja -C build-fuzz fuzz_compact
@@ -28,6 +30,7 @@
 #include "tracelane/compact.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/merge.hpp"
+#include "tracelane/restore.hpp"
 #include "tracelane/trace.hpp"
 
 namespace {
@@ -57,6 +60,22 @@ void expect_valid_json(const std::string& json, bool input_valid, const char* wh
   std::abort();
 }
 
+// restore(output, record) must be `original`, exactly.
+void expect_restores(const std::string& output, size_t record, const std::string& original, const char* what) {
+  std::string restored;
+  try {
+    restored = tracelane::restore_original(output, "fuzz_out.json", record);
+  } catch (const tracelane::Error& e) {
+    std::fprintf(stderr, "fuzz_compact: %s succeeded but restore (record %zu) refused: %s\n", what, record, e.what());
+    std::abort();
+  }
+  if (restored != original) {
+    std::fprintf(stderr, "fuzz_compact: %s: restore (record %zu) gave %zu bytes, not the %zu bytes of the input\n",
+                 what, record, restored.size(), original.size());
+    std::abort();
+  }
+}
+
 // The compacted output, or "error: <message>".
 std::string compacted_or_error(const std::string& json, const tracelane::ParseOptions& parse) {
   try {
@@ -64,6 +83,7 @@ std::string compacted_or_error(const std::string& json, const tracelane::ParseOp
     auto compacted = tracelane::compact_trace(tracelane::parse_trace(json, "fuzz.json", parse), options);
     std::string out = tracelane::write_compacted(compacted);
     expect_valid_json(out, valid_json(json), "compact");
+    if (!parse.max_document_bytes) expect_restores(out, 0, json, "compact");
     return out;
   } catch (const tracelane::Error& e) {
     return std::string("error: ") + e.what();
@@ -102,7 +122,24 @@ void merge_two(std::string_view a, std::string_view b) {
     std::vector<tracelane::MergeInput> inputs;
     inputs.push_back({"rank0_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_a, "rank0_trace.json"), options)});
     inputs.push_back({"rank1_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_b, "rank1_trace.json"), options)});
-    expect_valid_json(tracelane::merge_ranks(std::move(inputs)).json, input_valid, "merge");
+    std::string merged = tracelane::merge_ranks(std::move(inputs)).json;
+    expect_valid_json(merged, input_valid, "merge");
+    auto records = tracelane::list_restore_records(merged, "fuzz_out.json");
+    if (records.size() != 2) {
+      std::fprintf(stderr, "fuzz_compact: a merge of two ranks has %zu restore records\n", records.size());
+      std::abort();
+    }
+    // Records come in PP order, which the fuzzed distributedInfo decides: each gives back
+    // one input and, together, both.
+    std::string first;
+    try {
+      first = tracelane::restore_original(merged, "fuzz_out.json", 0);
+    } catch (const tracelane::Error& e) {
+      std::fprintf(stderr, "fuzz_compact: merge succeeded but restore (record 0) refused: %s\n", e.what());
+      std::abort();
+    }
+    expect_restores(merged, 0, first == json_a ? json_a : json_b, "merge");
+    expect_restores(merged, 1, first == json_a ? json_b : json_a, "merge");
   } catch (const tracelane::Error&) {
   }
 }

@@ -1,0 +1,719 @@
+// Restore data (SPEC 9.12): the compacted output carries, in one top-level key written
+// after traceEvents, everything needed to rebuild the original document byte for byte.
+//
+// The writer copies an unchanged event's bytes and replaces only the values of a changed
+// one (event_writer.cpp), so the original is the output's events in another arrangement:
+//
+//   original = head + event_0 + gap_1 + event_1 + ... + event_n-1 + tail
+//
+// For each original event the record says where it went in the output (or, for the few
+// that compaction removes, holds its text), and for each value the writer replaced, how to
+// get the original text back. Parsing the output again finds those values (the same parser
+// finds the same key occurrence in both texts). The values are mostly predictable: a
+// stream's original text is its tid's; a pid, tid or flow id maps back to the text it last
+// came from; a merged ts is the output's minus the rank's clock offset; a merged name
+// loses its rank prefix. Only what prediction misses is stored as text. Gaps between
+// events are one common string plus exceptions, and head and tail are diffs (common
+// prefix, suffix and the middle) against the output's own head and tail. The record is
+// columns (placement, masks, values, texts) that DEFLATE packs well, then base64.
+//
+// Integrity: the record holds the original's length, CRC-32 and XXH64, the XXH64 of the
+// output outside the restore key (so an edited event is refused before anything is
+// rebuilt), and the record's own CRC-32. Restore checks all of them: a damaged or edited
+// copy is an error, never a wrong original.
+#include "tracelane/restore.hpp"
+
+#include <libdeflate.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+
+#include "tracelane/decimal_time.hpp"
+
+namespace tracelane {
+
+namespace {
+
+constexpr uint32_t kFormatVersion = 1;
+constexpr char kMagic[4] = {'T', 'L', 'R', '1'};
+// A restore record never inflates beyond this (the original's length is checked again).
+constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 36;
+constexpr int kDeflateLevel = 9;
+
+// How a replaced value's original text is written in the values column.
+enum Code : uint8_t {
+  kLiteral = 0,    // the text follows
+  kPrevious = 1,   // the text this field last had for the same output integer
+  kAsTid = 2,      // args.stream: the event's original tid text
+  kShifted = 3,    // ts: the output's time less the record's clock offset
+  kUnprefixed = 4,  // args.name: the output's text without the record's prefix
+  kNear = 5         // an integer written plainly: the difference from this field's last one
+};
+
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+uint64_t read64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;  // little-endian machines only (x86-64, aarch64), as XXH64 defines it
+}
+uint32_t read32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(char(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+}
+uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
+int64_t unzigzag(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
+void put_text(std::string& out, std::string_view text) {
+  put_varint(out, text.size());
+  out += text;
+}
+void put_fixed(std::string& out, uint64_t v, int bytes) {
+  for (int k = 0; k < bytes; ++k) out.push_back(char(v >> (8 * k)));
+}
+
+// Reads what put_* wrote; every overrun is a damaged record.
+class Reader {
+ public:
+  Reader(std::string_view data, const std::string& where) : data_(data), where_(where) {}
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= data_.size()) fail("truncated");
+      uint8_t byte = uint8_t(data_[pos_++]);
+      v |= uint64_t(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) return v;
+    }
+    fail("a number is too long");
+  }
+  std::string_view text() {
+    uint64_t n = varint();
+    if (n > data_.size() - pos_) fail("truncated text");
+    std::string_view t = data_.substr(pos_, n);
+    pos_ += n;
+    return t;
+  }
+  uint64_t fixed(int bytes) {
+    if (size_t(bytes) > data_.size() - pos_) fail("truncated");
+    uint64_t v = 0;
+    for (int k = 0; k < bytes; ++k) v |= uint64_t(uint8_t(data_[pos_ + k])) << (8 * k);
+    pos_ += bytes;
+    return v;
+  }
+  uint8_t byte() { return uint8_t(fixed(1)); }
+  bool done() const { return pos_ == data_.size(); }
+  const std::string& where() const { return where_; }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(where_ + " is damaged: " + what + " at byte " + std::to_string(pos_) + " of its decompressed data");
+  }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+  const std::string& where_;
+};
+
+// head/tail of the original as a diff against the output's, line by line: runs of the
+// output's lines (each run where the last one ended, or elsewhere) and lines of its own. A
+// merged output's head is one rank's top level with a few keys replaced, so a rank's own
+// head is mostly runs of it.
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    end = end == std::string_view::npos ? text.size() : end + 1;
+    lines.push_back(text.substr(start, end - start));
+    start = end;
+  }
+  return lines;
+}
+void put_diff(std::string& out, std::string_view original, std::string_view output) {
+  std::vector<std::string_view> mine = lines_of(original), theirs = lines_of(output);
+  std::unordered_map<std::string_view, std::vector<size_t>> where;
+  for (size_t j = 0; j < theirs.size(); ++j) where[theirs[j]].push_back(j);
+  std::string ops;
+  size_t count = 0, next = 0;  // `next`: the output line after the last run
+  for (size_t i = 0; i < mine.size();) {
+    auto it = where.find(mine[i]);
+    if (it == where.end()) {
+      put_varint(ops, (1u << 1) | 1);  // one line of its own
+      put_text(ops, mine[i]);
+      ++i, ++count;
+      continue;
+    }
+    // The longest run among the places this line occurs (the first few), `next` first.
+    size_t best_at = it->second.front(), best_length = 0;
+    auto try_at = [&](size_t j) {
+      size_t n = 0;
+      while (i + n < mine.size() && j + n < theirs.size() && mine[i + n] == theirs[j + n]) ++n;
+      if (n > best_length) best_at = j, best_length = n;
+    };
+    if (next < theirs.size() && theirs[next] == mine[i]) try_at(next);
+    for (size_t k = 0; k < it->second.size() && k < 8; ++k) try_at(it->second[k]);
+    put_varint(ops, best_length << 1);
+    put_varint(ops, zigzag(int64_t(best_at) - int64_t(next)));
+    i += best_length, next = best_at + best_length, ++count;
+  }
+  put_varint(out, count);
+  put_text(out, ops);
+}
+void apply_diff(std::string& out, Reader& in, std::string_view output) {
+  std::vector<std::string_view> theirs = lines_of(output);
+  uint64_t count = in.varint();
+  Reader ops(in.text(), in.where());
+  size_t next = 0;
+  for (uint64_t k = 0; k < count; ++k) {
+    uint64_t op = ops.varint();
+    if (op & 1) {
+      for (uint64_t n = op >> 1; n > 0; --n) out.append(ops.text());
+      continue;
+    }
+    int64_t at = int64_t(next) + unzigzag(ops.varint());
+    uint64_t length = op >> 1;
+    if (at < 0 || uint64_t(at) > theirs.size() || length > theirs.size() - uint64_t(at))
+      in.fail("a diff reaches past the output's text");
+    for (uint64_t n = 0; n < length; ++n) out.append(theirs[size_t(at) + n]);
+    next = size_t(at) + length;
+  }
+  if (!ops.done()) in.fail("a diff has bytes left over");
+}
+
+const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void append_base64(std::string& out, std::string_view bytes) {
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 | uint8_t(bytes[i + 2]);
+    for (int k = 3; k >= 0; --k) out.push_back(kBase64[(v >> (6 * k)) & 63]);
+  }
+  if (size_t rest = bytes.size() - i) {
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | (rest == 2 ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0);
+    out.push_back(kBase64[(v >> 18) & 63]);
+    out.push_back(kBase64[(v >> 12) & 63]);
+    out.push_back(rest == 2 ? kBase64[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+}
+
+bool decode_base64(std::string_view text, std::string& out) {
+  static const std::array<int8_t, 256> value = [] {
+    std::array<int8_t, 256> v;
+    v.fill(-1);
+    for (int k = 0; k < 64; ++k) v[uint8_t(kBase64[k])] = int8_t(k);
+    return v;
+  }();
+  if (text.size() % 4) return false;
+  out.clear();
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int pad = (text[i + 3] == '=') + (text[i + 2] == '=' && text[i + 3] == '=');
+    if (pad && i + 4 != text.size()) return false;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      int8_t d = k >= 4 - pad ? 0 : value[uint8_t(text[i + k])];
+      if (d < 0) return false;
+      v = v << 6 | uint32_t(d);
+    }
+    out.push_back(char(v >> 16));
+    if (pad < 2) out.push_back(char(v >> 8));
+    if (pad < 1) out.push_back(char(v));
+  }
+  return true;
+}
+
+// The id a replaced pid/tid/id/stream value has in the output.
+const Id& id_of(const Event& event, int field) {
+  return field == kPid ? event.pid : field == kTid ? event.tid : field == kId ? event.id : event.stream;
+}
+
+// `text`: the output without restore data.
+std::string encode_record(std::string_view text, WrittenEvents written, uint64_t covered, size_t output_events,
+                          const RestoreSource& source) {
+  const Trace& trace = *source.trace;
+  std::string_view document = trace.document;
+  if (document.empty() && !trace.events.empty())
+    throw Error(trace.source + ": internal: no original document to make restore data from");
+  std::string_view output_head = written.begin == SIZE_MAX ? text : text.substr(0, written.begin);
+  std::string_view output_tail = written.begin == SIZE_MAX ? std::string_view() : text.substr(written.end);
+
+  std::string header, placement, masks, values, dropped, gap_exceptions;
+  // Originals in document order, each with its place in the output.
+  size_t output_index = source.first_output_index, originals = 0, exceptions = 0, last_exception = 0;
+  int64_t previous_output = -1;
+  size_t first_begin = 0, previous_end = 0;
+  std::string_view default_gap;
+  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
+  std::array<int64_t, kFieldCount> last_integer{};
+  for (const Event& event : trace.events) {
+    bool written_here = !event.dropped;
+    size_t here = output_index;
+    if (written_here) ++output_index;
+    if (event.byte_offset == UINT64_MAX) continue;  // made by tracelane: not in the original
+    if (event.raw.data() < document.data() || event.raw.data() + event.raw.size() > document.data() + document.size())
+      throw Error(trace.source + ": internal: event at byte " + std::to_string(event.byte_offset) +
+                  " lies outside the document");
+    size_t begin = size_t(event.raw.data() - document.data());
+    if (originals == 0) {
+      first_begin = begin;
+    } else {
+      if (begin < previous_end)
+        throw Error(trace.source + ": internal: event at byte " + std::to_string(begin) + " is out of document order");
+      std::string_view gap = document.substr(previous_end, begin - previous_end);
+      if (originals == 1) default_gap = gap;
+      if (gap != default_gap) {
+        put_varint(gap_exceptions, originals - last_exception);
+        put_text(gap_exceptions, gap);
+        last_exception = originals;
+        ++exceptions;
+      }
+    }
+    previous_end = begin + event.raw.size();
+    ++originals;
+    if (!written_here) {
+      put_varint(placement, 0);
+      put_text(dropped, event.raw);
+      continue;
+    }
+    put_varint(placement, zigzag(int64_t(here) - (previous_output + 1)) + 1);
+    previous_output = int64_t(here);
+    // The values the writer replaced (append_event's rule).
+    bool prefix = event.name_prefixed && event.spans[kArgName].length;
+    uint8_t mask = uint8_t(event.changed | (prefix ? 1u << kArgName : 0u));
+    masks.push_back(char(mask));
+    for (int f = 0; f < kFieldCount; ++f) {
+      if (!((mask >> f) & 1)) continue;
+      std::string_view original = event.value_text(Field(f));
+      if (f == kArgName) {
+        values.push_back(char(kUnprefixed));
+        continue;
+      }
+      if (f == kTs && event.ts.numeric && ns_as_us(event.new_ts - source.offset_ns) == original) {
+        values.push_back(char(kShifted));
+        continue;
+      }
+      if (f == kStream && original == event.value_text(kTid) && event.spans[kTid].length) {
+        values.push_back(char(kAsTid));
+        continue;
+      }
+      if (f == kPid || f == kTid || f == kId || f == kStream) {
+        int64_t now = f == kPid ? event.new_pid : f == kId ? event.new_id : event.new_tid;
+        auto [it, inserted] = last_text[f].try_emplace(now, original);
+        if (!inserted && it->second == original) {
+          values.push_back(char(kPrevious));
+          continue;
+        }
+        it->second = original;
+      }
+      // Flow ids count up, tids and pids repeat: a plain integer as a difference.
+      int64_t value = 0;
+      if (parse_json_int(original, value) && std::to_string(value) == original) {
+        values.push_back(char(kNear));
+        put_varint(values, zigzag(int64_t(uint64_t(value) - uint64_t(last_integer[f]))));
+        last_integer[f] = value;
+        continue;
+      }
+      values.push_back(char(kLiteral));
+      put_text(values, original);
+    }
+  }
+  std::string_view head = originals ? document.substr(0, first_begin) : document;
+  std::string_view tail = originals ? document.substr(previous_end) : std::string_view();
+
+  std::string raw;
+  put_varint(raw, kFormatVersion);
+  put_varint(raw, document.size());
+  put_fixed(raw, libdeflate_crc32(0, document.data(), document.size()), 4);
+  put_fixed(raw, xxhash64(document), 8);
+  put_fixed(raw, covered, 8);
+  put_varint(raw, zigzag(source.global_rank));
+  put_text(raw, source.name_prefix);
+  put_varint(raw, zigzag(source.offset_ns));
+  put_varint(raw, output_events);
+  put_diff(raw, head, output_head);
+  put_diff(raw, tail, output_tail);
+  put_varint(raw, originals);
+  put_text(raw, default_gap);
+  put_varint(raw, exceptions);
+  raw += gap_exceptions;
+  raw += placement;
+  raw += masks;
+  put_text(raw, values);  // read beside the removed texts, which follow
+  raw += dropped;
+
+  std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(
+      libdeflate_alloc_compressor(kDeflateLevel), libdeflate_free_compressor);
+  if (!compressor) throw std::bad_alloc();
+  std::string packed(libdeflate_deflate_compress_bound(compressor.get(), raw.size()), '\0');
+  size_t packed_size =
+      libdeflate_deflate_compress(compressor.get(), raw.data(), raw.size(), packed.data(), packed.size());
+  if (packed_size == 0) throw Error(trace.source + ": internal: restore data did not compress");
+  packed.resize(packed_size);
+  std::string record(kMagic, 4);
+  put_fixed(record, raw.size(), 8);
+  put_fixed(record, libdeflate_crc32(0, raw.data(), raw.size()), 4);
+  record += packed;
+  return record;
+}
+
+// The restore data of an output: the member `, "tracelane_restore": [...]` that
+// append_restore_data inserted, and the records in it.
+struct RestoreKey {
+  size_t member_begin = 0, member_end = 0;
+  std::vector<std::string_view> records;  // base64 text
+};
+
+std::string_view key_pattern() {
+  static const std::string pattern = std::string(", \"") + kRestoreKey + "\": [";
+  return pattern;
+}
+
+// Finds the member written last, as append_restore_data writes it. Returns false when the
+// output has none.
+bool find_restore_key(std::string_view text, std::string_view source, RestoreKey& key) {
+  size_t at = text.rfind(key_pattern());
+  if (at == std::string_view::npos) return false;
+  key.member_begin = at;
+  size_t p = at + key_pattern().size();
+  auto damaged = [&](const std::string& what) {
+    return Error(std::string(source) + ": restore data (\"" + kRestoreKey + "\", byte " + std::to_string(p) +
+                 ") is damaged: " + what);
+  };
+  for (;;) {
+    if (p >= text.size()) throw damaged("the list does not end");
+    if (text[p] == ']' && key.records.empty()) break;
+    if (text[p] != '"') throw damaged("expected a string");
+    size_t end = text.find('"', p + 1);
+    if (end == std::string_view::npos) throw damaged("a string does not end");
+    key.records.push_back(text.substr(p + 1, end - p - 1));
+    p = end + 1;
+    if (text.compare(p, 2, ", ") == 0) {
+      p += 2;
+      continue;
+    }
+    if (p < text.size() && text[p] == ']') break;
+    throw damaged("expected ', ' or ']'");
+  }
+  key.member_end = p + 1;
+  return true;
+}
+
+// Where the restore member goes: at the end of the top-level object
+// "cuda_graph_stream_compaction" (compaction's own record, which every output has and
+// which semdiff and viewers ignore). Returns the position of that object's closing brace.
+size_t restore_member_position(std::string_view text) {
+  static const std::string key = "\"cuda_graph_stream_compaction\": {";
+  size_t at = text.rfind(key);
+  if (at == std::string_view::npos)
+    throw Error("internal: an output without \"cuda_graph_stream_compaction\" to put restore data in");
+  int depth = 0;
+  bool in_string = false;
+  for (size_t p = at + key.size() - 1; p < text.size(); ++p) {
+    char c = text[p];
+    if (in_string) {
+      if (c == '\\') ++p;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return p;
+    }
+  }
+  throw Error("internal: \"cuda_graph_stream_compaction\" does not end");
+}
+
+// A record's decompressed bytes, after its own checks.
+std::string unpack_record(std::string_view base64, const std::string& where) {
+  std::string record;
+  if (!decode_base64(base64, record)) throw Error(where + " is damaged: not base64");
+  if (record.size() < 16 || std::memcmp(record.data(), kMagic, 4) != 0)
+    throw Error(where + " is damaged or of an unknown format (it does not start with " + std::string(kMagic, 4) + ")");
+  uint64_t raw_size = 0;
+  for (int k = 0; k < 8; ++k) raw_size |= uint64_t(uint8_t(record[4 + k])) << (8 * k);
+  uint32_t crc = read32(record.data() + 12);  // little-endian, as put_fixed wrote it
+  if (raw_size > kMaxRecordBytes) throw Error(where + " is damaged: it claims " + std::to_string(raw_size) + " bytes");
+  std::string raw(raw_size, '\0');
+  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  if (!decompressor) throw std::bad_alloc();
+  size_t actual = 0;
+  if (libdeflate_deflate_decompress(decompressor.get(), record.data() + 16, record.size() - 16, raw.data(), raw.size(),
+                                    &actual) != LIBDEFLATE_SUCCESS ||
+      actual != raw_size)
+    throw Error(where + " is damaged: its DEFLATE data does not decompress");
+  if (libdeflate_crc32(0, raw.data(), raw.size()) != crc) throw Error(where + " is damaged: its CRC-32 differs");
+  return raw;
+}
+
+struct RecordHeader {
+  uint64_t original_bytes = 0;
+  uint32_t crc = 0;
+  uint64_t hash = 0, covered = 0;
+  int64_t global_rank = -1;
+  std::string_view name_prefix;
+  Ns offset_ns = 0;
+  uint64_t output_events = 0;
+};
+
+RecordHeader read_header(Reader& in) {
+  RecordHeader h;
+  if (uint64_t version = in.varint(); version != kFormatVersion)
+    in.fail("format version " + std::to_string(version) + " (this tracelane reads " + std::to_string(kFormatVersion) +
+            ")");
+  h.original_bytes = in.varint();
+  h.crc = uint32_t(in.fixed(4));
+  h.hash = in.fixed(8);
+  h.covered = in.fixed(8);
+  h.global_rank = unzigzag(in.varint());
+  h.name_prefix = in.text();
+  h.offset_ns = unzigzag(in.varint());
+  h.output_events = in.varint();
+  return h;
+}
+
+std::string record_where(std::string_view source, size_t k, size_t count) {
+  std::string where = std::string(source) + ": restore data";
+  if (count > 1) where += " (record " + std::to_string(k) + " of " + std::to_string(count) + ")";
+  return where;
+}
+
+}  // namespace
+
+uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
+  constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P3 = 1609587929392839161ULL,
+                     P4 = 9650029242287828579ULL, P5 = 2870177450012600261ULL;
+  auto round = [&](uint64_t acc, uint64_t input) { return rotl(acc + input * P2, 31) * P1; };
+  auto merge = [&](uint64_t acc, uint64_t v) { return (acc ^ round(0, v)) * P1 + P4; };
+  const char* p = bytes.data();
+  const char* end = p + bytes.size();
+  uint64_t h;
+  if (bytes.size() >= 32) {
+    uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+    for (; p + 32 <= end; p += 32) {
+      v1 = round(v1, read64(p));
+      v2 = round(v2, read64(p + 8));
+      v3 = round(v3, read64(p + 16));
+      v4 = round(v4, read64(p + 24));
+    }
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+  } else {
+    h = seed + P5;
+  }
+  h += uint64_t(bytes.size());
+  for (; p + 8 <= end; p += 8) h = rotl(h ^ round(0, read64(p)), 27) * P1 + P4;
+  if (p + 4 <= end) {
+    h = rotl(h ^ (uint64_t(read32(p)) * P1), 23) * P2 + P3;
+    p += 4;
+  }
+  for (; p < end; ++p) h = rotl(h ^ (uint64_t(uint8_t(*p)) * P5), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return h;
+}
+
+void append_restore_data(std::string& text, WrittenEvents events, const std::vector<RestoreSource>& sources) {
+  size_t at = restore_member_position(text);
+  // The records describe the output as it is without them, so removing the member gives
+  // back exactly what --no-restore-data writes, and that is what restore checks against.
+  uint64_t covered = xxhash64(text);
+  std::string member(key_pattern());
+  for (size_t k = 0; k < sources.size(); ++k) {
+    if (k) member += ", ";
+    member.push_back('"');
+    append_base64(member, encode_record(text, events, covered, events.count, sources[k]));
+    member.push_back('"');
+  }
+  member += "]";
+  text.insert(at, member);
+}
+
+std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, std::string_view source) {
+  RestoreKey key;
+  std::vector<RestoreRecordInfo> infos;
+  if (!find_restore_key(compacted, source, key)) return infos;
+  for (size_t k = 0; k < key.records.size(); ++k) {
+    std::string where = record_where(source, k, key.records.size());
+    std::string raw = unpack_record(key.records[k], where);
+    Reader in(raw, where);
+    RecordHeader h = read_header(in);
+    infos.push_back({h.global_rank, h.original_bytes});
+  }
+  return infos;
+}
+
+std::string restore_original(std::string compacted, const std::string& source, size_t record) {
+  RestoreKey key;
+  if (!find_restore_key(compacted, source, key))
+    throw Error(source + ": no restore data (no \"" + kRestoreKey +
+                "\" in cuda_graph_stream_compaction; written with --no-restore-data, by another tool, or removed)");
+  if (record >= key.records.size())
+    throw Error(source + ": restore data has " + std::to_string(key.records.size()) + " record(s), not " +
+                std::to_string(record + 1));
+  std::string where = record_where(source, record, key.records.size());
+  std::string raw = unpack_record(key.records[record], where);
+  Reader in(raw, where);
+  RecordHeader h = read_header(in);
+  compacted.erase(key.member_begin, key.member_end - key.member_begin);
+  if (xxhash64(compacted) != h.covered)
+    throw Error(source + ": the compacted trace was changed after it was written (its checksum differs from the "
+                "one in the restore data): events or top-level keys were edited, or bytes are damaged");
+  Trace output = parse_trace(std::move(compacted), source);
+  std::string_view text = output.document;
+  if (output.events.size() != h.output_events)
+    throw Error(where + " is for an output of " + std::to_string(h.output_events) + " events, this one has " +
+                std::to_string(output.events.size()));
+  size_t events_begin = SIZE_MAX, events_end = SIZE_MAX;
+  if (!output.events.empty()) {
+    events_begin = size_t(output.events.front().raw.data() - text.data());
+    events_end = size_t(output.events.back().raw.data() + output.events.back().raw.size() - text.data());
+  }
+  std::string_view output_head = events_begin == SIZE_MAX ? text : text.substr(0, events_begin);
+  std::string_view output_tail = events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end);
+
+  if (h.original_bytes > kMaxRecordBytes * 64) in.fail("the original's length is implausible");
+  std::string original;
+  original.reserve(h.original_bytes);
+  apply_diff(original, in, output_head);
+  std::string tail;
+  apply_diff(tail, in, output_tail);
+  uint64_t originals = in.varint();
+  std::string_view default_gap = in.text();
+  uint64_t exceptions = in.varint();
+  std::vector<std::pair<uint64_t, std::string_view>> gaps;
+  uint64_t at = 0;
+  for (uint64_t k = 0; k < exceptions; ++k) {
+    at += in.varint();
+    gaps.emplace_back(at, in.text());
+  }
+  std::vector<int64_t> placed;  // per original: output index, or -1 when removed
+  if (originals > h.original_bytes) in.fail("more events than the original has bytes");
+  placed.reserve(originals);
+  int64_t previous = -1;
+  for (uint64_t k = 0; k < originals; ++k) {
+    uint64_t v = in.varint();
+    if (v == 0) {
+      placed.push_back(-1);
+      continue;
+    }
+    previous = previous + 1 + unzigzag(v - 1);
+    if (previous < 0 || uint64_t(previous) >= output.events.size()) in.fail("an event is placed outside the output");
+    placed.push_back(previous);
+  }
+  std::vector<uint8_t> masks;
+  for (int64_t p : placed)
+    if (p >= 0) masks.push_back(in.byte());
+
+  Reader values(in.text(), where);
+  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
+  std::array<int64_t, kFieldCount> last_integer{};
+  std::deque<std::string> integers;  // texts of kNear values (stable addresses)
+  size_t next_mask = 0, next_gap = 0;
+  for (uint64_t k = 0; k < originals; ++k) {
+    if (k > 0) {
+      bool exception = next_gap < gaps.size() && gaps[next_gap].first == k;
+      original += exception ? gaps[next_gap++].second : default_gap;
+    }
+    // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
+    if (original.size() > h.original_bytes) in.fail("the rebuilt text outgrows the original's length");
+    if (placed[k] < 0) {  // removed by compaction: its text is kept
+      original += in.text();
+      continue;
+    }
+    const Event& event = output.events[size_t(placed[k])];
+    uint8_t mask = masks[next_mask++];
+    if (!mask) {
+      original += event.raw;
+      continue;
+    }
+    std::array<std::string_view, kFieldCount> replaced;
+    std::string shifted;
+    for (int f = 0; f < kFieldCount; ++f) {
+      if (!((mask >> f) & 1)) continue;
+      if (!event.spans[f].length) in.fail("a replaced value is missing from output event #" + std::to_string(placed[k]));
+      std::string_view now = event.value_text(Field(f));
+      uint8_t code = values.byte();
+      switch (code) {
+        case kLiteral: replaced[f] = values.text(); break;
+        case kPrevious: {
+          const Id& id = id_of(event, f);
+          auto it = id.is_int() && f != kTs && f != kDur && f != kArgName ? last_text[f].find(id.value)
+                                                                          : last_text[f].end();
+          if (it == last_text[f].end()) values.fail("a value refers to one not seen before");
+          replaced[f] = it->second;
+          break;
+        }
+        case kAsTid:
+          if (f != kStream) values.fail("a value code does not fit its field");
+          replaced[f] = (mask >> kTid) & 1 ? replaced[kTid] : event.value_text(kTid);
+          break;
+        case kShifted:
+          if (f != kTs || !event.ts.numeric) values.fail("a value code does not fit its field");
+          shifted = ns_as_us(event.ts.ns - h.offset_ns);
+          replaced[f] = shifted;
+          break;
+        case kUnprefixed:
+          if (f != kArgName || now.size() < 1 + h.name_prefix.size() ||
+              now.substr(1, h.name_prefix.size()) != h.name_prefix)
+            values.fail("a name lacks the rank prefix");
+          break;
+        case kNear:
+          last_integer[f] = int64_t(uint64_t(last_integer[f]) + uint64_t(unzigzag(values.varint())));
+          replaced[f] = integers.emplace_back(std::to_string(last_integer[f]));
+          break;
+        default: values.fail("unknown value code " + std::to_string(code));
+      }
+      if ((f == kPid || f == kTid || f == kId || f == kStream) && code != kAsTid && code != kPrevious) {
+        const Id& id = id_of(event, f);
+        if (id.is_int()) last_text[f][id.value] = replaced[f];
+      }
+    }
+    // Put the original values back in byte order.
+    std::array<int, kFieldCount> order;
+    int n = 0;
+    for (int f = 0; f < kFieldCount; ++f)
+      if ((mask >> f) & 1) order[n++] = f;
+    std::sort(order.begin(), order.begin() + n,
+              [&](int a, int b) { return event.spans[a].offset < event.spans[b].offset; });
+    uint32_t pos = 0;
+    for (int j = 0; j < n; ++j) {
+      int f = order[j];
+      const Span& span = event.spans[f];
+      if (span.offset < pos) in.fail("replaced values overlap in output event #" + std::to_string(placed[k]));
+      original.append(event.raw.substr(pos, span.offset - pos));
+      if (f == kArgName) {
+        std::string_view now = event.value_text(kArgName);
+        original.push_back('"');
+        original.append(now.substr(1 + h.name_prefix.size()));
+      } else {
+        original.append(replaced[f]);
+      }
+      pos = span.offset + span.length;
+    }
+    original.append(event.raw.substr(pos));
+  }
+  original += tail;
+  if (!in.done() || !values.done()) in.fail("bytes left over");
+  if (original.size() != h.original_bytes || libdeflate_crc32(0, original.data(), original.size()) != h.crc ||
+      xxhash64(original) != h.hash)
+    throw Error(where + " does not rebuild the original (its length or checksums differ): the restore data or the "
+                "events it refers to are damaged");
+  return original;
+}
+
+}  // namespace tracelane

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""SPEC 9.12: `tracelane restore` gives back the original of every compacted output.
+
+- every corpus/single trace that compacts: restore(compact(x)) == x after decompression
+  (md5), with the default rules and with a --rules file that groups differently;
+- the golden PP set and every corpus sweep_tree iteration with two or more ranks, merged:
+  each rank's original back with --rank, and a merged output without --rank is a usage
+  error naming its ranks;
+- outputs of `sweep` restore the same way;
+- a copy with one byte of its restore data changed, or an event edited, or written with
+  --no-restore-data, is refused (exit 1, naming the file) and nothing is written;
+- `check` reports the restore data as verified;
+- the restore data stays small: under 3% of each single trace's gzip output.
+"""
+
+import glob
+import gzip
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_common as e2e  # noqa: E402
+
+RULES = {
+    "groups": [{"id": "attention", "label": "Attention"}, {"id": "compute", "label": "Compute"},
+               {"id": "memcpy", "label": "GPU memcpy"}, {"id": "memset", "label": "GPU memset"},
+               {"id": "sync", "label": "GPU sync"}],
+    "classify": [{"cat": ["gpu_memcpy", "Memcpy"], "group": "memcpy"},
+                 {"cat": ["gpu_memset", "Memset"], "group": "memset"},
+                 {"cat": ["cuda_sync"], "group": "sync"},
+                 {"name_regex": "(?i)attn|attention|gemm|nccl", "group": "attention"},
+                 {"group": "compute"}],
+}
+
+
+def md5(path):
+    return hashlib.md5(e2e.read_bytes(path)).hexdigest()
+
+
+def restore_key_bytes(path):
+    return sum(len(r) for r in json.loads(e2e.read_bytes(path))["cuda_graph_stream_compaction"]["tracelane_restore"])
+
+
+RESTORED = itertools.count()
+
+
+def check_restore(args, checks, compacted, original, d, *extra, what):
+    out = os.path.join(d, f"restored{next(RESTORED)}.json.gz")
+    result = e2e.tracelane(args, "restore", compacted, "-o", out, *extra)
+    if checks.equal(result.returncode, 0, f"{what}: restore exit ({e2e.describe(result)})"):
+        checks.equal(md5(out), md5(original), f"{what}: md5 of the restored original")
+
+
+def test_single(ctx, d):
+    args, checks, shared = ctx
+    rules = os.path.join(d, "rules.json")
+    with open(rules, "w") as handle:
+        json.dump(RULES, handle)
+    traces = sorted(glob.glob(os.path.join(shared, "corpus", "single", "*")))
+
+    def one(trace):
+        name = os.path.basename(trace).split(".")[0]
+        rows = []
+        for label, extra in (("default", ()), ("rules", ("--rules", rules))):
+            out = os.path.join(d, f"{name}_{label}_compacted.json.gz")
+            result = e2e.tracelane(args, "compact", trace, "-o", out, *extra)
+            rows.append((label, out, result))
+        return trace, rows
+
+    restored = 0
+    for trace, rows in e2e.parallel_map(one, traces):
+        for label, out, result in rows:
+            if result.returncode != 0:  # the corpus's error traces: nothing to restore
+                checks.check(not os.path.exists(out), f"{trace}: a failed compact wrote {out}")
+                continue
+            check_restore(args, checks, out, trace, d, what=f"{os.path.basename(trace)} ({label})")
+            restored += 1
+            if label == "default":
+                share = restore_key_bytes(out) / os.path.getsize(out)
+                print(f"  {os.path.basename(trace)}: restore data {100 * share:.2f}% of the gzip output")
+                checks.check(share < 0.03, f"{trace}: restore data is {100 * share:.1f}% of the output")
+    checks.check(restored >= 18, f"only {restored} compactions were restored")
+
+
+def merge_dirs(shared):
+    dirs = [os.path.join(shared, "golden", "pp4")]
+    for it in sorted(glob.glob(os.path.join(shared, "corpus", "sweep_tree", "**", "iteration_*"), recursive=True)):
+        if len(glob.glob(os.path.join(it, "rank*_trace.json*"))) >= 2:
+            dirs.append(it)
+    return dirs
+
+
+def rank_files(directory):
+    found = {}
+    for path in glob.glob(os.path.join(directory, "rank*_trace.json*")):
+        name = os.path.basename(path)
+        found[int(name[4:name.index("_")])] = path
+    return found
+
+
+def test_merged(ctx, d):
+    args, checks, shared = ctx
+    dirs = merge_dirs(shared)
+    checks.check(len(dirs) >= 3, f"expected the pp4 set and two multi-rank iterations, found {dirs}")
+    for k, directory in enumerate(dirs):
+        out = os.path.join(d, f"merged{k}.json.gz")
+        result = e2e.tracelane(args, "merge", directory, "-o", out)
+        if not checks.equal(result.returncode, 0, f"merge {directory}: exit ({e2e.describe(result)})"):
+            continue
+        ranks = rank_files(directory)
+        for rank, original in sorted(ranks.items()):
+            check_restore(args, checks, out, original, d, "--rank", str(rank), what=f"{directory} rank {rank}")
+        result = e2e.tracelane(args, "restore", out, "-o", os.path.join(d, "x.json"))
+        checks.equal(result.returncode, 2, f"{out}: restore without --rank: exit")
+        checks.check("--rank" in result.stderr and str(max(ranks)) in result.stderr,
+                     f"{out}: restore without --rank names the ranks ({result.stderr.strip()!r})")
+        checks.check(not os.path.exists(os.path.join(d, "x.json")), "restore without --rank wrote a file")
+
+
+def test_sweep_outputs(ctx, d):
+    args, checks, shared = ctx
+    tree = os.path.join(d, "tree")
+    shutil.copytree(os.path.join(shared, "corpus", "sweep_tree"), tree)
+    for root, dirs, files in os.walk(tree):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    result = e2e.tracelane(args, "sweep", tree, "--quiet", "--jobs", "2")
+    checks.equal(result.returncode, 0, f"sweep: exit ({e2e.describe(result)})")
+    outputs = sorted(glob.glob(os.path.join(tree, "**", "*_compacted.json*"), recursive=True))
+    checks.check(outputs, "sweep wrote no outputs")
+    for out in outputs:
+        directory, name = os.path.split(out)
+        if name.startswith("pp_traces_merged"):
+            for rank, original in sorted(rank_files(directory).items()):
+                check_restore(args, checks, out, original, d, "--rank", str(rank), what=f"sweep {out} rank {rank}")
+        else:
+            original = glob.glob(os.path.join(directory, name.replace("_compacted", "").split(".")[0] + ".json*"))
+            if checks.check(len(original) == 1, f"sweep output {out}: its original {original}"):
+                check_restore(args, checks, out, original[0], d, what=f"sweep {out}")
+
+
+def test_refusals(ctx, d):
+    args, checks, shared = ctx
+    trace = os.path.join(shared, "corpus", "single", "hta_cuda_sync_alexnet.json.gz")
+    out = os.path.join(d, "alexnet_compacted.json")
+    result = e2e.tracelane(args, "compact", trace, "-o", out)
+    if not checks.equal(result.returncode, 0, f"compact {trace}: exit ({e2e.describe(result)})"):
+        return
+    text = e2e.read_bytes(out)
+    key = text.rindex(b'"tracelane_restore"')
+    dur = text.index(b'"dur": ')
+    flip = lambda data, at: data[:at] + (b"B" if data[at:at + 1] == b"A" else b"A") + data[at + 1:]  # noqa: E731
+    copies = {
+        "one byte of the restore data changed": (flip(text, key + 60), "restore data"),
+        "an event edited": (text[:dur + 7] + (b"9" if text[dur + 7:dur + 8] != b"9" else b"8") + text[dur + 8:],
+                            "changed after it was written"),
+    }
+    without = os.path.join(d, "plain_compacted.json")
+    result = e2e.tracelane(args, "compact", trace, "-o", without, "--no-restore-data")
+    checks.equal(result.returncode, 0, f"compact --no-restore-data: exit ({e2e.describe(result)})")
+    copies["written with --no-restore-data"] = (e2e.read_bytes(without), "no restore data")
+    for what, (data, says) in copies.items():
+        path = os.path.join(d, "copy_compacted.json")
+        e2e.write_file(path, data)
+        target = os.path.join(d, "copy_restored.json")
+        result = e2e.tracelane(args, "restore", path)  # the default output name
+        checks.equal(result.returncode, 1, f"restore of a copy with {what}: exit ({e2e.describe(result)})")
+        checks.check(result.stderr.startswith(path + ":") and says in result.stderr,
+                     f"restore of a copy with {what}: message {result.stderr.strip()!r}")
+        checks.check(not os.path.exists(target), f"restore of a copy with {what} wrote {target}")
+    # The good copy, to the default name beside it (never the original's name).
+    result = e2e.tracelane(args, "restore", out)
+    restored = os.path.join(d, "alexnet_restored.json")
+    if checks.equal(result.returncode, 0, f"restore to the default name: exit ({e2e.describe(result)})"):
+        checks.equal(md5(restored), md5(trace), "restore to the default name: md5")
+    result = e2e.tracelane(args, "restore", out)
+    checks.equal(result.returncode, 2, "restore onto an existing output without --overwrite: exit")
+    result = e2e.tracelane(args, "check", trace, out)
+    checks.equal(result.returncode, 0, f"check: exit ({e2e.describe(result)})")
+    checks.check("restore data: present, complete, verified" in result.stdout, f"check reports {result.stdout[:400]!r}")
+    damaged = os.path.join(d, "damaged_compacted.json")
+    e2e.write_file(damaged, flip(text, key + 60))
+    result = e2e.tracelane(args, "check", trace, damaged)
+    checks.equal(result.returncode, 1, "check of damaged restore data: exit")
+    checks.check("restore data: VIOLATION" in result.stdout, f"check of damaged restore data: {result.stdout[:400]!r}")
+
+
+def main():
+    args = e2e.parse_args(__doc__)
+    shared = e2e.shared_dir(args)
+    checks = e2e.Checks("e2e_restore")
+    tests = [test_single, test_merged, test_sweep_outputs, test_refusals]
+    return e2e.run_tests(checks, (args, checks, shared), "restore", tests)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+// Restore data (SPEC 9.12): restore(compact(x)) == x byte for byte, for single traces and
+// each rank of a merge, and a damaged or edited copy is refused, never a wrong original.
+#include <random>
+
+#include "test_support.hpp"
+#include "tracelane/decimal_time.hpp"
+#include "tracelane/restore.hpp"
+
+using namespace tracelane;
+using namespace tracelane::testing;
+
+namespace {
+
+std::string compacted_text(const std::string& json, CompactOptions options = {}) {
+  return write_compacted(compact_trace(parse_trace(json, "dir/t.json"), options));
+}
+
+// A trace laid out the way people's tools write them, not tracelane's way: odd spacing,
+// a key after traceEvents, a slice on a legacy "stream 7" tid, two overlapping identical
+// annotations (compaction coalesces them: one is removed), a flow, metadata.
+std::string untidy_trace() {
+  return "{ \"schemaVersion\":1,\"deviceProperties\" : [ {\"id\": 0} ],\n\t\"traceEvents\":[  "
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"a\", \"pid\": 0, \"tid\": 7, \"ts\": 10.5, \"dur\": 5, "
+         "\"args\": {\"stream\": 7, \"correlation\": 1}} ,\n"
+         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":9,\"ts\":11,\"dur\":2,\"args\":{\"stream\":9}},"
+         "\r\n  " +
+         annotation(0, 7, "10", "8", "step") + ",  " + annotation(0, 9, "10.5", "8", "step") + ",\n" +
+         flow("s", "ac2g", "5", 1, 1, "9") + ",\n" + flow("f", "ac2g", "5", 0, 9, "11") + ",\n" +
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"c\", \"pid\": 0, \"tid\": \"stream 7\", \"ts\": 30, "
+         "\"dur\": 1, \"args\": {\"stream\": 7}},\n" +
+         metadata("thread_name", 0, 7, R"({"name": "stream 7"})") + "\n ] ,\"displayTimeUnit\": \"ns\"  }\n\n";
+}
+
+std::string restored(const std::string& compacted, size_t record = 0) {
+  return restore_original(compacted, "out.json", record);
+}
+
+}  // namespace
+
+TEST(Xxhash64, MatchesTheReferenceVectors) {
+  EXPECT_EQ(xxhash64(""), 0xEF46DB3751D8E999ULL);
+  EXPECT_EQ(xxhash64("a"), 0xD24EC4F1A98C6E5BULL);
+  EXPECT_EQ(xxhash64("Nobody inspects the spammish repetition"), 0xFBCEA83C8A378BF1ULL);
+}
+
+TEST(Restore, GivesAnUntidyTraceBackByteForByte) {
+  std::string original = untidy_trace();
+  std::string out = compacted_text(original);
+  ASSERT_NE(out.find(", \"tracelane_restore\": [\""), std::string::npos);
+  EXPECT_NE(out, original);
+  EXPECT_EQ(restored(out), original);
+  auto records = list_restore_records(out, "out.json");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].global_rank, -1);
+  EXPECT_EQ(records[0].original_bytes, original.size());
+}
+
+TEST(Restore, IsOneMemberOfCompactionsOwnKeyAndChangesNothingElse) {
+  std::string original = untidy_trace();
+  std::string with = compacted_text(original);
+  std::string without = compacted_text(original, {.restore_data = false});
+  EXPECT_EQ(without.find("tracelane_restore"), std::string::npos);
+  // Without the member, exactly what --no-restore-data writes.
+  size_t begin = with.find(", \"tracelane_restore\": [");
+  ASSERT_NE(begin, std::string::npos);
+  size_t end = with.find(']', begin) + 1;
+  EXPECT_EQ(with.substr(0, begin) + with.substr(end), without);
+  Output parsed(with);  // still one valid JSON object, the member inside compaction's key
+  EXPECT_EQ(parsed.root["cuda_graph_stream_compaction"]["tracelane_restore"].get_array().size(), 1u);
+  EXPECT_EQ(std::string_view(parsed.root["cuda_graph_stream_compaction"]["algorithm"]),
+            "semantic interval partitioning");
+}
+
+TEST(Restore, WorksAfterTheChunkedParser) {
+  std::vector<std::string> events;
+  for (int i = 0; i < 300; ++i)
+    events.push_back(kernel(0, 7 + i % 5, std::to_string(i * 3), "4", "k" + std::to_string(i % 7)));
+  std::string original = trace_json(events);
+  ParseOptions parse;
+  parse.max_document_bytes = 2000;
+  std::string out = write_compacted(compact_trace(parse_trace(original, "t.json", parse), {}));
+  EXPECT_EQ(restored(out), original);
+}
+
+TEST(Restore, GivesEachRankOfAMergeBack) {
+  auto rank = [](int r, int64_t base) {
+    std::vector<std::string> events = {
+        R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": 1.25, "dur": 1})",
+        kernel(0, 7, "10.001", "5", "k"), kernel(0, 8, "12", "5", "k2"),
+        metadata("process_sort_index", 0, 0, R"({"sort_index": 3})"),
+        metadata("thread_name", 100, 100, R"({"name": "main"})"), annotation(0, 7, "9", "9", "PP:F0"),
+        flow("s", "ac2g", "3", 100, 100, "1.5"), flow("f", "ac2g", "3", 0, 7, "10.001")};
+    return trace_json(events, R"("distributedInfo": {"backend": "nccl", "rank": )" + std::to_string(r) +
+                                  R"(, "world_size": 2}, "baseTimeNanoseconds": )" + std::to_string(base));
+  };
+  std::string r0 = rank(0, 1000), r1 = rank(1, 1777);
+  std::vector<MergeInput> inputs;
+  inputs.push_back({"rank0_trace.json", compact_trace(parse_trace(r0, "x/rank0_trace.json"), {.pp_flows = false})});
+  inputs.push_back({"rank1_trace.json", compact_trace(parse_trace(r1, "x/rank1_trace.json"), {.pp_flows = false})});
+  std::string out = merge_ranks(std::move(inputs)).json;
+  auto records = list_restore_records(out, "merged.json");
+  ASSERT_EQ(records.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(restored(out, k), records[k].global_rank == 0 ? r0 : r1) << "record " << k;
+  }
+}
+
+TEST(Restore, RefusesAChangedByteOfTheRecord) {
+  std::string out = compacted_text(untidy_trace());
+  size_t key = out.rfind("\"tracelane_restore\"");
+  size_t end = out.find("\"]", key);
+  for (size_t at : {key + 25, key + 40, end - 3}) {
+    std::string damaged = out;
+    damaged[at] = damaged[at] == 'A' ? 'B' : 'A';
+    std::string message = error_message([&] { restored(damaged); });
+    EXPECT_NE(message.find("out.json: restore data"), std::string::npos) << message;
+    EXPECT_NE(message.find("damaged"), std::string::npos) << message;
+  }
+}
+
+TEST(Restore, RefusesEditedEvents) {
+  std::string out = compacted_text(untidy_trace());
+  size_t dur = out.find("\"dur\": 5");
+  ASSERT_NE(dur, std::string::npos);
+  std::string edited = out;
+  edited[dur + 7] = '6';
+  std::string message = error_message([&] { restored(edited); });
+  EXPECT_NE(message.find("out.json: the compacted trace was changed"), std::string::npos) << message;
+}
+
+TEST(Restore, RefusesAnOutputWithoutRestoreData) {
+  std::string out = compacted_text(untidy_trace(), {.restore_data = false});
+  EXPECT_TRUE(list_restore_records(out, "out.json").empty());
+  std::string message = error_message([&] { restored(out); });
+  EXPECT_NE(message.find("out.json: no restore data"), std::string::npos) << message;
+}
+
+TEST(Restore, RefusesARecordForAnotherOutput) {
+  // Two compactions of different traces: one's record spliced into the other's output.
+  std::string a = compacted_text(untidy_trace());
+  std::string b = compacted_text(trace_json({kernel(0, 7, "1", "2"), kernel(0, 8, "1.5", "2")}));
+  size_t key_a = a.rfind("\"tracelane_restore\""), key_b = b.rfind("\"tracelane_restore\"");
+  std::string spliced = b.substr(0, key_b) + a.substr(key_a);
+  std::string message = error_message([&] { restored(spliced); });
+  EXPECT_NE(message.find("out.json: the compacted trace was changed"), std::string::npos) << message;
+}
+
+// Property: for random traces (random streams, overlaps, annotations that coalesce, flows,
+// number spellings, whitespace), each compacted and merged, the originals come back.
+TEST(RestoreProperty, RandomTracesComeBackByteForByte) {
+  std::mt19937 rng(20261201);
+  auto pick = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
+  auto number = [&](int64_t ns) {
+    std::string text = ns_as_us(ns);
+    if (pick(4) == 0 && text.find('.') == std::string::npos) text += ".0";  // spelled unlike tracelane
+    return text;
+  };
+  const char* spaces[] = {",\n", ", ", ",", " ,\n\t", ",\r\n  "};
+  auto random_trace = [&](int rank) {
+    std::string json = pick(2) ? "{\"schemaVersion\": 1, " : "{ ";
+    json += R"("distributedInfo": {"rank": )" + std::to_string(rank) + "}, ";
+    if (pick(2)) json += "\"baseTimeNanoseconds\": " + std::to_string(1000 + pick(5000)) + ", ";
+    json += "\"traceEvents\": [";
+    int n = 5 + pick(60);
+    for (int i = 0; i < n; ++i) {
+      if (i) json += spaces[pick(5)];
+      int64_t ts = pick(100000), dur = pick(5000);
+      int stream = 7 + pick(6);
+      switch (pick(6)) {
+        case 0: case 1: case 2: json += kernel(pick(2), stream, number(ts), number(dur), "k" + std::to_string(pick(4))); break;
+        case 3: json += annotation(0, stream, number(ts), number(dur + 100), pick(2) ? "PP:F0" : "step"); break;
+        case 4: json += flow(pick(2) ? "s" : "f", "ac2g", std::to_string(pick(20)), pick(2) ? 0 : 100, stream, number(ts)); break;
+        default: json += R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": )" + number(ts) + ", \"dur\": 3}";
+      }
+    }
+    json += ",\n" + kernel(0, 7, "1", "1");  // at least one measured slice
+    json += pick(2) ? "]}" : "\n]\n, \"displayTimeUnit\": \"ms\"}\n";
+    return json;
+  };
+  int compacted = 0, merged = 0;
+  for (int round = 0; round < 60; ++round) {
+    std::string a = random_trace(0), b = random_trace(1);
+    std::string out;
+    try {
+      out = compacted_text(a);
+    } catch (const Error&) {
+      continue;  // a random trace compaction refuses (e.g. SPEC 2 errors) has nothing to restore
+    }
+    ASSERT_EQ(restored(out), a) << "round " << round << "\n" << a;
+    ++compacted;
+    std::vector<MergeInput> inputs;
+    try {
+      inputs.push_back({"rank0_trace.json", compact_trace(parse_trace(a, "rank0_trace.json"), {.pp_flows = false})});
+      inputs.push_back({"rank1_trace.json", compact_trace(parse_trace(b, "rank1_trace.json"), {.pp_flows = false})});
+      out = merge_ranks(std::move(inputs)).json;
+    } catch (const Error&) {
+      continue;  // e.g. only one rank has baseTimeNanoseconds
+    }
+    auto records = list_restore_records(out, "merged.json");
+    ASSERT_EQ(records.size(), 2u);
+    for (size_t k = 0; k < 2; ++k)
+      ASSERT_EQ(restored(out, k), records[k].global_rank == 0 ? a : b) << "round " << round << " record " << k;
+    ++merged;
+  }
+  // The property held on enough traces to mean something.
+  EXPECT_GE(compacted, 40);
+  EXPECT_GE(merged, 15);
+}
