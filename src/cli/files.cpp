@@ -200,7 +200,7 @@ fs::path directory_of(const fs::path& path) {
 
 }  // namespace
 
-void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, bool overwrite) {
+void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, bool overwrite, RankName rank_name) {
   const std::string name = output.string();
   const std::string filename = output.filename().string();
   auto refuse = [&](const std::string& reason) { throw OutputRefused(name + ": " + reason); };
@@ -220,7 +220,7 @@ void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, b
   if (filename.size() + kTemporaryNameExtra > size_t(name_max))
     refuse("name too long (" + std::to_string(filename.size()) + " bytes; at most " +
            std::to_string(name_max - long(kTemporaryNameExtra)) + " here, for the temporary beside it)");
-  if (is_rank_trace_name(filename) && !is_our_output_name(filename))
+  if (rank_name == RankName::refused && is_rank_trace_name(filename) && !is_our_output_name(filename))
     refuse("is named like a rank trace (rank<N>_trace.json[.gz]), which tracelane reads as an input; "
            "choose another -o");
   // Identity, links followed: a link or another name for an input is that input.

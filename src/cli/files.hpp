@@ -84,7 +84,11 @@ class OutputExists : public OutputRefused {
 //  - exists and `overwrite` is false.
 // Checking early is for the user's sake (a usage error after reading 1 GiB is late); the
 // final word on "exists" is write_atomically's atomic link().
-void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, bool overwrite);
+// `RankName::allowed` is for `restore` alone: what it writes is an original, and giving
+// it back under its rank<N>_trace name is the point.
+enum class RankName { refused, allowed };
+void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, bool overwrite,
+                  RankName rank_name = RankName::refused);
 
 // One error or warning line on stderr, through printable() (Backslash::keep): names read
 // from a shared tree may hold terminal escape sequences or invalid UTF-8. The line is one

@@ -424,7 +424,7 @@ int run_restore(int argc, char** argv) {
   fs::path input(input_arg);
   fs::path output = common.output.empty() ? default_restore_output(input, rank) : fs::path(common.output);
   try {
-    cli::guard_output(output, {input}, common.overwrite);
+    cli::guard_output(output, {input}, common.overwrite, cli::RankName::allowed);
   } catch (const cli::OutputRefused& e) {
     cli::print_error(e.what());
     return kExitUsage;

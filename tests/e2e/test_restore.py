@@ -114,6 +114,13 @@ def test_merged(ctx, d):
         ranks = rank_files(directory)
         for rank, original in sorted(ranks.items()):
             check_restore(args, checks, out, original, d, "--rank", str(rank), what=f"{directory} rank {rank}")
+        # The original back under its own name, in a directory of its own (docs/restore.md).
+        rank, original = max(ranks.items())
+        back = os.path.join(d, f"back{k}", os.path.basename(original))
+        os.makedirs(os.path.dirname(back))
+        result = e2e.tracelane(args, "restore", out, "--rank", str(rank), "-o", back)
+        if checks.equal(result.returncode, 0, f"{out}: restore --rank {rank} -o {back} ({e2e.describe(result)})"):
+            checks.equal(md5(back), md5(original), f"{back}: the original under its rank<N>_trace name")
         result = e2e.tracelane(args, "restore", out, "-o", os.path.join(d, "x.json"))
         checks.equal(result.returncode, 2, f"{out}: restore without --rank: exit")
         checks.check("--rank" in result.stderr and str(max(ranks)) in result.stderr,

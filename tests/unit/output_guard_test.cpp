@@ -89,6 +89,15 @@ TEST_F(OutputGuard, RefusesANameTracelaneReadsAsARankTrace) {
     EXPECT_EQ(refusal(dir_ / name, {input_}, false), "") << name;
 }
 
+TEST_F(OutputGuard, RestoreMayWriteARankTraceNameButNothingElseIsRelaxed) {
+  // `tracelane restore` gives an original back, under its own name if the user says so.
+  EXPECT_NO_THROW(guard_output(dir_ / "rank9_trace.json.gz", {input_}, false, RankName::allowed));
+  // ...but never over its input, nor over an existing file without --overwrite.
+  EXPECT_THROW(guard_output(input_, {input_}, true, RankName::allowed), OutputRefused);
+  write(dir_ / "rank8_trace.json", "{}");
+  EXPECT_THROW(guard_output(dir_ / "rank8_trace.json", {input_}, false, RankName::allowed), OutputRefused);
+}
+
 TEST_F(OutputGuard, RefusesAnOutputInADirectoryThatDoesNotExist) {
   std::string why = refusal(dir_ / "no_such_dir" / "out.json.gz", {input_}, false);
   EXPECT_NE(why.find("No such file or directory"), std::string::npos) << why;
