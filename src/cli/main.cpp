@@ -149,6 +149,25 @@ bool load_rules(Common& common) {
   }
 }
 
+// The exit status of a one-file command (compact, restore) that failed on `input`, after
+// printing why; called in a catch block. An output that appeared while we worked
+// (write_atomically's OutputRefused) is a usage error, as when the guard sees it first.
+int exit_status_of_failure(const fs::path& input) {
+  try {
+    throw;
+  } catch (const cli::OutputRefused& e) {
+    cli::print_error(e.what());
+    return kExitUsage;
+  } catch (const Error& e) {
+    cli::print_error(e.what());
+  } catch (const std::bad_alloc&) {
+    cli::print_error(input.string() + ": out of memory");
+  } catch (const std::exception& e) {
+    cli::print_error(input.string() + ": " + e.what());
+  }
+  return kExitFailed;
+}
+
 int run_rules(int argc, char** argv) {
   bool print_defaults = false;
   std::string check;
@@ -299,17 +318,9 @@ int run_compact(int argc, char** argv) {
     add_figures_json(summary, figures);
     std::cout << summary.dump(2) << std::endl;
     return kExitOk;
-  } catch (const cli::OutputRefused& e) {
-    cli::print_error(e.what());  // the output appeared while we worked (write_atomically)
-    return kExitUsage;
-  } catch (const Error& e) {
-    cli::print_error(e.what());
-  } catch (const std::bad_alloc&) {
-    cli::print_error(input.string() + ": out of memory");
-  } catch (const std::exception& e) {
-    cli::print_error(input.string() + ": " + e.what());
+  } catch (...) {
+    return exit_status_of_failure(input);
   }
-  return kExitFailed;
 }
 
 int run_merge(int argc, char** argv) {
@@ -463,17 +474,9 @@ int run_restore(int argc, char** argv) {
     summary.set("verified", JsonValue::boolean(true));
     std::cout << summary.dump(2) << std::endl;
     return kExitOk;
-  } catch (const cli::OutputRefused& e) {
-    cli::print_error(e.what());
-    return kExitUsage;
-  } catch (const Error& e) {
-    cli::print_error(e.what());
-  } catch (const std::bad_alloc&) {
-    cli::print_error(input.string() + ": out of memory");
-  } catch (const std::exception& e) {
-    cli::print_error(input.string() + ": " + e.what());
+  } catch (...) {
+    return exit_status_of_failure(input);
   }
-  return kExitFailed;
 }
 
 }  // namespace
