@@ -43,6 +43,10 @@ constexpr char kMagic[4] = {'T', 'L', 'R', '1'};
 // A restore record never inflates beyond this (the original's length is checked again).
 constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 36;
 constexpr int kDeflateLevel = 9;
+// DEFLATE cannot expand beyond ~1032:1 (RFC 1951's longest match per the shortest code).
+constexpr uint64_t kMaxDeflateRatio = 1032;
+// See plausible_original_bytes.
+constexpr uint64_t kMaxOriginalPerOutputByte = 64;
 
 // How a replaced value's original text is written in the values column.
 enum Code : uint8_t {
@@ -168,25 +172,38 @@ void put_diff(std::string& out, std::string_view original, std::string_view outp
   put_varint(out, count);
   put_text(out, ops);
 }
-void apply_diff(std::string& out, Reader& in, std::string_view output) {
+// `out` never grows beyond `limit` bytes (the original's length): a crafted record of a
+// few KB could otherwise ask for the output's head a million times over.
+void apply_diff(std::string& out, Reader& in, std::string_view output, uint64_t limit) {
   std::vector<std::string_view> theirs = lines_of(output);
   uint64_t count = in.varint();
   Reader ops(in.text(), in.where());
   size_t next = 0;
+  auto append = [&](std::string_view piece) {
+    if (piece.size() > limit || out.size() > limit - piece.size()) in.fail("a diff rebuilds more than the original's length");
+    out.append(piece);
+  };
   for (uint64_t k = 0; k < count; ++k) {
     uint64_t op = ops.varint();
-    if (op & 1) {
-      for (uint64_t n = op >> 1; n > 0; --n) out.append(ops.text());
+    if (op & 1) {  // n lines of its own (each read consumes ops: the loop ends with them)
+      for (uint64_t n = op >> 1; n > 0; --n) append(ops.text());
       continue;
     }
-    int64_t at = int64_t(next) + unzigzag(ops.varint());
+    uint64_t at = uint64_t(next) + uint64_t(unzigzag(ops.varint()));  // wraps, then is range-checked
     uint64_t length = op >> 1;
-    if (at < 0 || uint64_t(at) > theirs.size() || length > theirs.size() - uint64_t(at))
-      in.fail("a diff reaches past the output's text");
-    for (uint64_t n = 0; n < length; ++n) out.append(theirs[size_t(at) + n]);
-    next = size_t(at) + length;
+    if (at > theirs.size() || length > theirs.size() - at) in.fail("a diff reaches past the output's text");
+    for (uint64_t n = 0; n < length; ++n) append(theirs[size_t(at + n)]);
+    next = size_t(at + length);
   }
   if (!ops.done()) in.fail("a diff has bytes left over");
+}
+
+// The largest original a record may claim for an output of `output_bytes` (without the
+// record) and a record of `raw_bytes` decompressed: what compaction removes or replaces is
+// in the record, so an original beyond this is only whitespace repeated between events,
+// far beyond any trace, and a claim beyond it is a crafted record asking for memory.
+uint64_t plausible_original_bytes(uint64_t output_bytes, uint64_t raw_bytes) {
+  return kMaxOriginalPerOutputByte * output_bytes + raw_bytes + (uint64_t(1) << 20);
 }
 
 const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -350,6 +367,11 @@ std::string encode_record(std::string_view text, WrittenEvents written, uint64_t
   raw += masks;
   put_text(raw, values);  // read beside the removed texts, which follow
   raw += dropped;
+  if (document.size() > plausible_original_bytes(text.size(), raw.size()))
+    throw Error(trace.source + ": the original is " + std::to_string(document.size()) + " bytes for an output of " +
+                std::to_string(text.size()) +
+                ", more than restore accepts (only whitespace between events can do that); compact it with "
+                "--no-restore-data");
 
   std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(
       libdeflate_alloc_compressor(kDeflateLevel), libdeflate_free_compressor);
@@ -443,7 +465,10 @@ std::string unpack_record(std::string_view base64, const std::string& where) {
   uint64_t raw_size = 0;
   for (int k = 0; k < 8; ++k) raw_size |= uint64_t(uint8_t(record[4 + k])) << (8 * k);
   uint32_t crc = read32(record.data() + 12);  // little-endian, as put_fixed wrote it
-  if (raw_size > kMaxRecordBytes) throw Error(where + " is damaged: it claims " + std::to_string(raw_size) + " bytes");
+  // Before allocating: no DEFLATE stream inflates beyond kMaxDeflateRatio.
+  if (raw_size > kMaxRecordBytes || raw_size > kMaxDeflateRatio * (record.size() - 16) + 64)
+    throw Error(where + " is damaged: it claims " + std::to_string(raw_size) + " bytes from " +
+                std::to_string(record.size() - 16) + " compressed");
   std::string raw(raw_size, '\0');
   std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
       libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
@@ -586,12 +611,14 @@ std::string restore_original(std::string compacted, const std::string& source, s
   std::string_view output_head = events_begin == SIZE_MAX ? text : text.substr(0, events_begin);
   std::string_view output_tail = events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end);
 
-  if (h.original_bytes > kMaxRecordBytes * 64) in.fail("the original's length is implausible");
+  if (h.original_bytes > kMaxRecordBytes * 64 || h.original_bytes > plausible_original_bytes(text.size(), raw.size()))
+    in.fail("the original's length (" + std::to_string(h.original_bytes) + " bytes) is implausible for an output of " +
+            std::to_string(text.size()) + " bytes");
   std::string original;
   original.reserve(h.original_bytes);
-  apply_diff(original, in, output_head);
+  apply_diff(original, in, output_head, h.original_bytes);
   std::string tail;
-  apply_diff(tail, in, output_tail);
+  apply_diff(tail, in, output_tail, h.original_bytes);
   uint64_t originals = in.varint();
   std::string_view default_gap = in.text();
   uint64_t exceptions = in.varint();
@@ -611,7 +638,7 @@ std::string restore_original(std::string compacted, const std::string& source, s
       placed.push_back(-1);
       continue;
     }
-    previous = previous + 1 + unzigzag(v - 1);
+    previous = int64_t(uint64_t(previous) + 1 + uint64_t(unzigzag(v - 1)));  // wraps, then is range-checked
     if (previous < 0 || uint64_t(previous) >= output.events.size()) in.fail("an event is placed outside the output");
     placed.push_back(previous);
   }
@@ -664,7 +691,9 @@ std::string restore_original(std::string compacted, const std::string& source, s
           break;
         case kShifted:
           if (f != kTs || !event.ts.numeric) values.fail("a value code does not fit its field");
-          shifted = ns_as_us(event.ts.ns - h.offset_ns);
+          Ns unshifted;
+          if (__builtin_sub_overflow(event.ts.ns, h.offset_ns, &unshifted)) values.fail("a clock offset overflows");
+          shifted = ns_as_us(unshifted);
           replaced[f] = shifted;
           break;
         case kUnprefixed:

@@ -333,3 +333,13 @@ def write_file(path, data):
     with open(path, "wb") as handle:
         handle.write(data)
     return path
+
+
+def peak_rss_kib(argv):
+    """(exit code, peak RSS in KiB) of one command, measured by a wrapper process of its own."""
+    probe = ("import resource, subprocess, sys\n"
+             "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+             "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    result = run([sys.executable, "-c", probe, *argv])
+    code, kib = result.stdout.split()
+    return int(code), int(kib)

@@ -13,6 +13,7 @@
 - the restore data stays small: under 3% of each single trace's gzip output.
 """
 
+import base64
 import glob
 import gzip
 import hashlib
@@ -21,6 +22,7 @@ import json
 import os
 import shutil
 import sys
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_common as e2e  # noqa: E402
@@ -196,11 +198,110 @@ def test_refusals(ctx, d):
     checks.check("restore data: VIOLATION" in result.stdout, f"check of damaged restore data: {result.stdout[:400]!r}")
 
 
+def craft_record(compacted, raw_of):
+    """The compacted text with its (one) restore record replaced by a crafted one that still
+    passes every check a damaged copy fails: the record's own CRC, DEFLATE, and the header of
+    the real record (so its checksum of the output still matches). raw_of(header, raw, head)
+    makes the new decompressed record from the real header bytes, the real record, and the
+    output's text before its first event."""
+    pattern = b', "tracelane_restore": ["'
+    key = compacted.rindex(pattern)
+    start = key + len(pattern)
+    end = compacted.index(b'"', start)
+    record = base64.b64decode(compacted[start:end])
+    raw = zlib.decompress(record[16:], -15)
+    at = 0
+
+    def varint():
+        nonlocal at
+        value, shift = 0, 0
+        while True:
+            byte = raw[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+    varint(), varint()  # format version, original bytes
+    at += 4 + 8 + 8  # CRC-32, XXH64, XXH64 of the output
+    varint()  # global rank
+    prefix = varint()  # the name prefix's length (read before `at` moves past it)
+    at += prefix
+    varint(), varint()  # clock offset, output events
+    without = compacted[:key] + compacted[compacted.index(b"]", end) + 1:]
+    head = without[:without.index(b"{", without.index(b'"traceEvents"'))]
+    new_raw = raw_of(raw[:at], raw, head)
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    packed = packer.compress(new_raw) + packer.flush()
+    new_record = (b"TLR1" + len(new_raw).to_bytes(8, "little") + (zlib.crc32(new_raw) & 0xFFFFFFFF).to_bytes(4, "little")
+                  + packed)
+    return compacted[:start] + base64.b64encode(new_record) + compacted[end:]
+
+
+def varint_bytes(value):
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def test_crafted_records_stay_small(ctx, d):
+    """A crafted record (valid CRC and DEFLATE, the real header) is refused without taking
+    memory beyond a small multiple of the files: the checksums sit inside the record, so a
+    record is untrusted input (docs/threat-model.md). Before: a 4 KB record asking for the
+    output's head a million times took 5.1 GB; one claiming 2 GiB decompressed zero-filled
+    2 GiB before DEFLATE failed."""
+    args, checks, shared = ctx
+    trace = os.path.join(shared, "corpus", "single", "hta_cuda_sync_alexnet.json.gz")
+    out = os.path.join(d, "alexnet_compacted.json")
+    result = e2e.tracelane(args, "compact", trace, "-o", out)
+    if not checks.equal(result.returncode, 0, f"compact {trace}: exit ({e2e.describe(result)})"):
+        return
+    text = e2e.read_bytes(out)
+    _, plain_peak = e2e.peak_rss_kib([args.tracelane, "restore", out, "-o", os.path.join(d, "good.json"), "--overwrite"])
+
+    def million_heads(header, raw, head):
+        lines = head.count(b"\n") + (0 if head.endswith(b"\n") else 1)
+        first = varint_bytes(lines << 1) + varint_bytes(0)
+        again = varint_bytes(lines << 1) + varint_bytes(2 * lines - 1)  # back to the start: zigzag(-lines)
+        ops = first + again * 999_999
+        return header + varint_bytes(1_000_000) + varint_bytes(len(ops)) + ops
+
+    def many_literals(header, raw, head):  # 2^40 lines of its own, of which 1,000 are there
+        ops = varint_bytes(((1 << 40) << 1) | 1) + (varint_bytes(4096) + b"x" * 4096) * 1000
+        return header + varint_bytes(1) + varint_bytes(len(ops)) + ops
+
+    crafted = {"the output's head a million times": craft_record(text, million_heads),
+               "2^40 literal lines": craft_record(text, many_literals)}
+    # A record that claims 2 GiB decompressed from a few bytes.
+    pattern = b', "tracelane_restore": ["'
+    start = text.rindex(pattern) + len(pattern)
+    end = text.index(b'"', start)
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    tiny = packer.compress(b"\0" * 1000) + packer.flush()
+    claim = b"TLR1" + (1 << 31).to_bytes(8, "little") + (0).to_bytes(4, "little") + tiny
+    crafted["a record claiming 2 GiB"] = text[:start] + base64.b64encode(claim) + text[end:]
+    for what, data in crafted.items():
+        path = os.path.join(d, "crafted_compacted.json")
+        e2e.write_file(path, data)
+        target = os.path.join(d, "crafted_restored.json")
+        code, peak = e2e.peak_rss_kib([args.tracelane, "restore", path, "-o", target, "--overwrite"])
+        checks.equal(code, 1, f"restore of {what}: exit")
+        checks.check(peak < plain_peak + 64 * 1024,
+                     f"restore of {what}: peak RSS {peak} KiB, a good restore {plain_peak} KiB")
+        checks.check(not os.path.exists(target), f"restore of {what} wrote {target}")
+        code, peak = e2e.peak_rss_kib([args.tracelane, "check", trace, path])
+        checks.equal(code, 1, f"check of {what}: exit")
+        checks.check(peak < plain_peak + 128 * 1024, f"check of {what}: peak RSS {peak} KiB")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     shared = e2e.shared_dir(args)
     checks = e2e.Checks("e2e_restore")
-    tests = [test_single, test_merged, test_sweep_outputs, test_refusals]
+    tests = [test_single, test_merged, test_sweep_outputs, test_refusals, test_crafted_records_stay_small]
     return e2e.run_tests(checks, (args, checks, shared), "restore", tests)
 
 

@@ -99,16 +99,6 @@ def test_output_not_made_from_the_inputs_is_redone(env, work):
     checks.check(len(row1) == 1 and row1[0]["status"] == "skipped", f"compact's output is up to date: {row1}")
 
 
-def peak_rss_kib(argv):
-    """Peak RSS of one command, measured by a wrapper process of its own."""
-    probe = ("import resource, subprocess, sys\n"
-             "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
-             "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
-    result = e2e.run([sys.executable, "-c", probe, *argv])
-    code, kib = result.stdout.split()
-    return int(code), int(kib)
-
-
 def test_budget_holds_for_multi_member_gzip(env, work):
     """Two multi-member gzip files whose last member is tiny (ISIZE says a few bytes), under a
     --memory budget smaller than one file: each runs alone, so the sweep must not hold them
@@ -130,7 +120,7 @@ def test_budget_holds_for_multi_member_gzip(env, work):
         root = os.path.join(work, "tree-" + "".join(names))
         for name in names:
             write(os.path.join(root, name, "profile_trace", "iteration_1", "rank0_trace.json.gz"), member)
-        code, peak = peak_rss_kib([env.args.tracelane, "sweep", root, "--jobs", "2", "--memory", "80M", "--quiet"])
+        code, peak = e2e.peak_rss_kib([env.args.tracelane, "sweep", root, "--jobs", "2", "--memory", "80M", "--quiet"])
         checks.equal(code, 0, f"sweep of {len(names)} under --memory 80M")
         statuses = [row["status"] for row in report(root)["rows"]]
         checks.equal(statuses, ["ok"] * len(names), "every file compacted")
