@@ -248,7 +248,7 @@ void print_error(std::string_view line) {
 }
 
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record,
-                      const std::vector<NamedIdentity>& inputs) {
+                      const std::vector<NamedIdentity>& inputs, std::string_view recipe) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::random_device device;
@@ -283,7 +283,7 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
   if (!inputs.empty()) {
     struct stat st {};
     if (::fstat(fd, &st) == 0) {
-      std::string text = inputs_record(inputs, st.st_dev);
+      std::string text = inputs_record(inputs, st.st_dev, recipe);
       (void)::fsetxattr(fd, kInputsAttribute, text.data(), text.size(), 0);
     }
   }
@@ -325,11 +325,10 @@ std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output
   return out;
 }
 
-std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output_device) {
-  std::string text = format_inputs(inputs, output_device);
-  if (text.size() <= kInputsRecordTextMax) return text;
-  // Two FNV-1a 64-bit hashes from different bases: a digest against accidents (a changed
-  // rank among hundreds), not against someone who can set our attributes anyway.
+namespace {
+// FNV-1a 64 in two lanes from different bases: a digest against accidents, not against
+// someone who can set our attributes anyway.
+std::string digest_hex(std::string_view text) {
   uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
   for (unsigned char c : text) {
     a = (a ^ c) * 0x100000001b3ull;
@@ -338,7 +337,21 @@ std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output
   }
   char hex[40];
   std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
-  return "digest " + std::string(hex) + " of " + std::to_string(inputs.size()) + " inputs\n";
+  return hex;
+}
+}  // namespace
+
+std::string output_recipe(std::string_view rules_text, bool restore_data, bool pp_flows) {
+  return "made by\ttracelane output format " + std::to_string(kOutputFormat) + ", rules " +
+         (rules_text.empty() ? std::string("built-in") : digest_hex(rules_text)) +
+         (restore_data ? ", restore data" : ", no restore data") + (pp_flows ? ", pp arrows" : ", no pp arrows") + "\n";
+}
+
+std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output_device, std::string_view recipe) {
+  std::string text = std::string(recipe) + format_inputs(inputs, output_device);
+  if (text.size() <= kInputsRecordTextMax) return text;
+  // A changed rank among hundreds changes the digest.
+  return "digest " + digest_hex(text) + " of " + std::to_string(inputs.size()) + " inputs\n";
 }
 
 std::optional<std::string> read_attribute(const fs::path& path, const char* name) {

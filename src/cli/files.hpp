@@ -120,8 +120,18 @@ struct NamedIdentity {
   std::string name;  // the input's file name (rank<N>_trace.json[.gz])
   FileIdentity identity;
 };
+// `recipe` (output_recipe) goes into that record too.
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite,
-                      std::string_view record = {}, const std::vector<NamedIdentity>& inputs = {});
+                      std::string_view record = {}, const std::vector<NamedIdentity>& inputs = {},
+                      std::string_view recipe = {});
+
+// What decides an output's bytes besides its inputs: tracelane's output format (raised
+// whenever outputs change: 2 = lane tids aligned across ranks and restore data), the rules
+// (a digest of their text, or "built-in"), and whether restore data and single-trace PP
+// arrows are written. It heads the inputs record, so an output made another way (by an
+// older tracelane, with other rules, --no-restore-data or --no-pp-flows) is not up to date.
+inline constexpr int kOutputFormat = 2;
+std::string output_recipe(std::string_view rules_text, bool restore_data, bool pp_flows);
 inline const char* kRecordAttribute = "user.tracelane.report_row";
 inline const char* kInputsAttribute = "user.tracelane.inputs";
 // One line per input: "name<TAB>device<TAB>inode<TAB>size<TAB>mtime_s.mtime_ns". The device
@@ -134,7 +144,7 @@ std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output
 // not fit beside the report row in the ~4 KiB of attributes ext4 and Lustre give an inode,
 // and a record that was never stored makes every later sweep redo the merge.
 inline constexpr size_t kInputsRecordTextMax = 2048;
-std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output_device);
+std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output_device, std::string_view recipe = {});
 // The attribute `name` of `path` itself (never of a symlink's target), or nothing (no
 // such attribute, none readable, or larger than 1 MiB).
 std::optional<std::string> read_attribute(const fs::path& path, const char* name);

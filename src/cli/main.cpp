@@ -102,6 +102,7 @@ class Timer {
 struct Common {
   std::string rules_file;
   std::optional<Rules> rules;  // loaded before any trace is read
+  std::string rules_text;      // its text, for the outputs' recipe (files.hpp output_recipe)
   std::string output;
   bool overwrite = false;
   int level = kDefaultLevel;
@@ -141,7 +142,8 @@ void add_restore_option(po::options_description& options, Common& common) {
 bool load_rules(Common& common) {
   if (common.rules_file.empty()) return true;
   try {
-    common.rules = Rules::parse(cli::read_file(common.rules_file), common.rules_file);
+    common.rules_text = cli::read_file(common.rules_file);
+    common.rules = Rules::parse(common.rules_text, common.rules_file);
     return true;
   } catch (const Error& e) {
     cli::print_error(e.what());
@@ -309,9 +311,12 @@ int run_compact(int argc, char** argv) {
     compacted = CompactedTrace{};  // the input document and events are no longer needed
     std::string bytes = cli::encode_for(output, std::move(text), common.level);
     timer.lap("compress");
-    cli::write_atomically(output, bytes, common.overwrite, {}, {{input.filename().string(), identity}});
-    if (!common.preview.empty())
-      cli::write_atomically(common.preview, timeline_svg(figures, input.filename().string()), common.overwrite);
+    std::vector<cli::NamedIdentity> inputs_read{{input.filename().string(), identity}};
+    cli::write_atomically(output, bytes, common.overwrite, {}, inputs_read,
+                          cli::output_recipe(common.rules_text, !common.no_restore_data, !no_pp_flows));
+    if (!common.preview.empty())  // no more readable than the input, as the output
+      cli::write_atomically(common.preview, timeline_svg(figures, input.filename().string()), common.overwrite, {},
+                            inputs_read);
     timer.lap("write");
     JsonValue summary =
         with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(compact_summary, true));
@@ -376,12 +381,13 @@ int run_merge(int argc, char** argv) {
     timer.lap("merge");
     std::string bytes = cli::encode_for(output, std::move(merged.json), common.level);
     timer.lap("compress");
-    cli::write_atomically(output, bytes, common.overwrite, {}, identities);
+    cli::write_atomically(output, bytes, common.overwrite, {}, identities,
+                          cli::output_recipe(common.rules_text, !common.no_restore_data, true));
     if (!common.preview.empty()) {
       fs::path dir_name = fs::absolute(dir).lexically_normal();
       if (dir_name.filename() == "." || dir_name.filename().empty()) dir_name = dir_name.parent_path();
       std::string title = dir_name.filename().string() + " (" + std::to_string(files.size()) + " ranks merged)";
-      cli::write_atomically(common.preview, timeline_svg(merged.figures, title), common.overwrite);
+      cli::write_atomically(common.preview, timeline_svg(merged.figures, title), common.overwrite, {}, identities);
     }
     timer.lap("write");
     JsonValue names = JsonValue::array();

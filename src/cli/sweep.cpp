@@ -459,6 +459,7 @@ struct SweepOptions {
   bool force = false;  // compact traces that are already laned (SPEC 9.8)
   bool restore_data = true;  // outputs carry what restores their originals (SPEC 9.12)
   std::optional<Rules> rules;  // --rules FILE, loaded before any trace is read
+  std::string rules_text;      // its text, for the outputs' recipe
   std::optional<Shard> shard;
 };
 
@@ -474,14 +475,14 @@ std::vector<NamedIdentity> named(const std::vector<const RankFile*>& inputs) {
   for (const RankFile* input : inputs) out.push_back({input->path.filename().string(), input->identity});
   return out;
 }
-bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inputs) {
+bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inputs, std::string_view recipe) {
   struct stat st {};
   if (::lstat(output.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   auto recorded = read_attribute(output, kInputsAttribute);
   // Ours only: another user's file under an output's name, whatever its attributes say,
   // is never reported as our up-to-date result.
   if (st.st_uid != ::geteuid()) return false;
-  return recorded && *recorded == inputs_record(named(inputs), st.st_dev);
+  return recorded && *recorded == inputs_record(named(inputs), st.st_dev, recipe);
 }
 int64_t size_of(const fs::path& path) {
   struct stat st {};
@@ -705,7 +706,7 @@ class Sweep {
       if (dir.ranks.size() >= 2) {
         iteration->has_merge_row = true;
         iteration->merged_output = dir.dir / kMergedName;
-        iteration->merge = options_.overwrite || !up_to_date(iteration->merged_output, inputs);
+        iteration->merge = options_.overwrite || !up_to_date(iteration->merged_output, inputs, recipe_);
         Row& row = iteration->merge_row;
         row.set("dir", dir.rel).set("run", dir.run).set("iteration", dir.iteration);
         row.set("ranks", int64_t(dir.ranks.size())).set("output", std::string(kMergedName));
@@ -731,7 +732,7 @@ class Sweep {
         task->file = &file;
         task->output = default_compact_output(file.path);
         task->estimate = file.bytes_uncompressed;
-        task->write_output = options_.overwrite || !up_to_date(task->output, {&file});
+        task->write_output = options_.overwrite || !up_to_date(task->output, {&file}, recipe_);
         task->for_merge = iteration->merge;
         task->process = task->write_output || task->for_merge;
         Row& row = task->row;
@@ -974,7 +975,7 @@ class Sweep {
         Row done = task.row;  // the row only once the output is in place
         done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
         write_atomically(task.output, bytes, true, row_record(done),
-                         {{task.file->path.filename().string(), task.read_identity}});
+                         {{task.file->path.filename().string(), task.read_identity}}, recipe_);
         task.row = std::move(done);
       }
       if (!task.for_merge) task.compacted.reset();
@@ -1054,7 +1055,7 @@ class Sweep {
           .set("pp_unshard_compute_unmatched", int64_t(summary.pp.unshard_compute_unmatched));
       done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
       done.figures = std::move(merged.figures);
-      write_atomically(iteration.merged_output, bytes, true, row_record(done), identities);
+      write_atomically(iteration.merged_output, bytes, true, row_record(done), identities, recipe_);
       row = std::move(done);
     } catch (...) {
       std::string message = describe_exception();
@@ -1071,6 +1072,8 @@ class Sweep {
   std::vector<std::unique_ptr<IterationTask>> iterations_;
   Progress* progress_ = nullptr;
   const uint64_t memory_limit_ = memory_limit();
+  // What decides the outputs besides their inputs: kept in each output's inputs record.
+  const std::string recipe_ = output_recipe(options_.rules_text, options_.restore_data, true);
 };
 
 const char* kSweepUsage = "usage: tracelane sweep ROOT [options]\n";
@@ -1124,7 +1127,8 @@ int run_sweep(int argc, char** argv) {
   if (root.empty()) return usage_error("missing ROOT");
   if (!rules_file.empty()) {
     try {
-      options.rules = Rules::parse(read_file(rules_file), rules_file);
+      options.rules_text = read_file(rules_file);
+      options.rules = Rules::parse(options.rules_text, rules_file);
     } catch (const Error& e) {
       std::cerr << printable(e.what()) << "\n";
       return kExitUsage;

@@ -152,6 +152,38 @@ def test_sweep_outputs(ctx, d):
                 check_restore(args, checks, out, original[0], d, what=f"sweep {out}")
 
 
+def test_sweep_redoes_outputs_made_another_way(ctx, d):
+    """An output is up to date only when it was made from the same inputs the same way: a
+    sweep after one with --no-restore-data (or other rules) redoes every output, so each
+    can give its original back; one with the same options skips them all. Before, the
+    second sweep kept the outputs without restore data as "skipped", all green."""
+    args, checks, shared = ctx
+    tree = os.path.join(d, "tree")
+    shutil.copytree(os.path.join(shared, "corpus", "sweep_tree", "sampled_128gpu"), os.path.join(tree, "sampled_128gpu"))
+    for root, dirs, files in os.walk(tree):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    rules = os.path.join(d, "rules.json")
+    e2e.write_file(rules, json.dumps(RULES).encode())
+
+    def statuses(*options):
+        result = e2e.tracelane(args, "sweep", tree, "--quiet", *options)
+        checks.equal(result.returncode, 0, f"sweep {options}: exit ({e2e.describe(result)})")
+        report = json.loads(e2e.read_bytes(os.path.join(tree, "tracelane_report.json")))
+        return sorted({row["status"] for row in report["rows"] if row["kind"] in ("file", "merge")})
+
+    checks.equal(statuses("--no-restore-data"), ["ok"], "first sweep, --no-restore-data")
+    checks.equal(statuses("--no-restore-data"), ["skipped"], "the same again: up to date")
+    checks.equal(statuses(), ["ok"], "a sweep with restore data after one without: every output redone")
+    checks.equal(statuses(), ["skipped"], "the same again: up to date")
+    checks.equal(statuses("--rules", rules), ["ok"], "other rules: every output redone")
+    checks.equal(statuses(), ["ok"], "built-in rules again: every output redone")
+    for out in glob.glob(os.path.join(tree, "**", "*_compacted.json*"), recursive=True):
+        if not os.path.basename(out).startswith("pp_traces_merged"):
+            result = e2e.tracelane(args, "restore", out, "-o", os.path.join(d, "r.json"), "--overwrite")
+            checks.equal(result.returncode, 0, f"restore {out} after the sweeps ({e2e.describe(result)})")
+
+
 def test_refusals(ctx, d):
     args, checks, shared = ctx
     trace = os.path.join(shared, "corpus", "single", "hta_cuda_sync_alexnet.json.gz")
@@ -301,7 +333,7 @@ def main():
     args = e2e.parse_args(__doc__)
     shared = e2e.shared_dir(args)
     checks = e2e.Checks("e2e_restore")
-    tests = [test_single, test_merged, test_sweep_outputs, test_refusals, test_crafted_records_stay_small]
+    tests = [test_single, test_merged, test_sweep_outputs, test_sweep_redoes_outputs_made_another_way, test_refusals, test_crafted_records_stay_small]
     return e2e.run_tests(checks, (args, checks, shared), "restore", tests)
 
 
