@@ -248,7 +248,7 @@ void print_error(std::string_view line) {
 }
 
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record,
-                      const std::vector<NamedIdentity>& inputs, std::string_view recipe) {
+                      const std::vector<NamedIdentity>& inputs, std::string_view recipe, std::string_view figures) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::random_device device;
@@ -287,6 +287,9 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
       (void)::fsetxattr(fd, kInputsAttribute, text.data(), text.size(), 0);
     }
   }
+  // Last: the figures are the largest and the least needed, so they never take the room
+  // of the two above (E2BIG, ENOSPC: the output is reported without its figures).
+  if (!figures.empty()) (void)::fsetxattr(fd, kFiguresAttribute, figures.data(), figures.size(), 0);
   // Both, always: a failed fsync must not leak the descriptor.
   int synced = ::fsync(fd), sync_error = errno;
   int closed = ::close(fd), close_error = errno;
@@ -354,8 +357,8 @@ std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output
   return "digest " + digest_hex(text) + " of " + std::to_string(inputs.size()) + " inputs\n";
 }
 
-std::optional<std::string> read_attribute(const fs::path& path, const char* name) {
-  std::string value(4096, '\0');
+std::optional<std::string> read_attribute(const fs::path& path, const char* name, size_t max_bytes) {
+  std::string value(std::min<size_t>(4096, max_bytes), '\0');
   for (int attempt = 0; attempt < 2; ++attempt) {
     // lgetxattr: a link planted where an output was is not followed to another file.
     ssize_t n = ::lgetxattr(path.c_str(), name, value.data(), value.size());
@@ -365,7 +368,7 @@ std::optional<std::string> read_attribute(const fs::path& path, const char* name
     }
     if (errno != ERANGE) return std::nullopt;
     n = ::lgetxattr(path.c_str(), name, nullptr, 0);  // its size
-    if (n <= 0 || n > (1 << 20)) return std::nullopt;
+    if (n <= 0 || size_t(n) > max_bytes) return std::nullopt;
     value.assign(size_t(n), '\0');
   }
   return std::nullopt;

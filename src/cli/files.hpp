@@ -116,6 +116,9 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file);
 // Non-empty `inputs` (name, identity as read) are stored the same way as kInputsAttribute
 // (format_inputs), so a later sweep can tell whether the output was made from the inputs
 // it now sees.
+// A non-empty `figures` (figures_record()) is stored as kFiguresAttribute, last and best
+// effort: where the file system has no room left for it beside the other two (ext4 gives
+// all of an inode's attributes about 4 KiB), the file is written without it.
 struct NamedIdentity {
   std::string name;  // the input's file name (rank<N>_trace.json[.gz])
   FileIdentity identity;
@@ -123,7 +126,7 @@ struct NamedIdentity {
 // `recipe` (output_recipe) goes into that record too.
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite,
                       std::string_view record = {}, const std::vector<NamedIdentity>& inputs = {},
-                      std::string_view recipe = {});
+                      std::string_view recipe = {}, std::string_view figures = {});
 
 // What decides an output's bytes besides its inputs: tracelane's output format (raised
 // whenever outputs change: 2 = lane tids aligned across ranks and restore data), the rules
@@ -134,6 +137,7 @@ inline constexpr int kOutputFormat = 2;
 std::string output_recipe(std::string_view rules_text, bool restore_data, bool pp_flows);
 inline const char* kRecordAttribute = "user.tracelane.report_row";
 inline const char* kInputsAttribute = "user.tracelane.inputs";
+inline const char* kFiguresAttribute = "user.tracelane.figures";
 // One line per input: "name<TAB>device<TAB>inode<TAB>size<TAB>mtime_s.mtime_ns". The device
 // is written "=" when it is the output's own device: an NFS client numbers devices per
 // mount, so a raw number would make every rerun on another node redo everything.
@@ -146,8 +150,8 @@ std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output
 inline constexpr size_t kInputsRecordTextMax = 2048;
 std::string inputs_record(const std::vector<NamedIdentity>& inputs, dev_t output_device, std::string_view recipe = {});
 // The attribute `name` of `path` itself (never of a symlink's target), or nothing (no
-// such attribute, none readable, or larger than 1 MiB).
-std::optional<std::string> read_attribute(const fs::path& path, const char* name);
+// such attribute, none readable, or larger than `max_bytes`).
+std::optional<std::string> read_attribute(const fs::path& path, const char* name, size_t max_bytes = size_t(1) << 20);
 inline std::optional<std::string> read_record(const fs::path& path) { return read_attribute(path, kRecordAttribute); }
 // The record stored with `path`, or nothing (no such attribute, or none readable, or
 // `path` is a symbolic link: the attribute is read from the file tracelane wrote, which a

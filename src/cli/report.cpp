@@ -27,6 +27,7 @@
 #include <stdexcept>
 
 #include "files.hpp"
+#include "tracelane/gzip.hpp"
 #include "printable.hpp"
 #include "report_html.hpp"
 #include "tracelane/decimal_time.hpp"
@@ -555,16 +556,17 @@ std::optional<int64_t> read_optional_rank(const ReportReader& reader, simdjson::
 }
 
 // The figures of a row (docs/figures.md), when it has any: all of its kind's keys or none
-// (reports written before the figures existed have none), and only on rows with status ok.
+// (reports written before the figures existed have none), and only on rows with status ok
+// or skipped (figures kept with an up-to-date output, figures_record()).
 std::optional<GpuFigures> read_figures(const ReportReader& reader,
                                        const std::map<std::string_view, simdjson::dom::element>& members, RowKind kind,
                                        std::string_view status, const std::string& where) {
   bool any = false;
   for (std::string_view key : kFigureKeys) any = any || members.count(key);
   if (!any) return std::nullopt;
-  if (kind == RowKind::problem || status != "ok")
+  if (kind == RowKind::problem || (status != "ok" && status != "skipped"))
     reader.fail(where, std::string("GPU figures on a ") + kind_name(kind) + " row with status " + std::string(status) +
-                           " (only ok file and merge rows have them)");
+                           " (only ok and skipped file and merge rows have them)");
   GpuFigures figures;
   figures.merged = kind == RowKind::merge;
   const char* absent = figures.merged ? "gpu_busy" : "bubble_fraction";
@@ -732,6 +734,34 @@ void check_totals(const ReportReader& reader, simdjson::dom::element given, cons
 }
 
 }  // namespace
+
+std::string figures_record(const Row& row) {
+  if (!row.figures || row.kind == RowKind::problem) return {};
+  JsonValue item = JsonValue::object();
+  add_figures_json(item, *row.figures, report_text);
+  std::string record = gzip_compress(item.dump(-1), 12);
+  return record.size() <= kFiguresRecordMax ? record : std::string();
+}
+
+bool fill_figures_from_record(Row& row, std::string_view record) {
+  if (record.empty() || record.size() > kFiguresRecordMax) return false;
+  const std::string source = "figures record";
+  try {
+    std::string json = gunzip(record, source, 1 << 20);
+    simdjson::dom::parser parser;
+    simdjson::dom::element item;
+    if (parser.parse(json).get(item)) return false;
+    ReportReader reader(source);
+    auto members = reader.members(item, "", kFigureKeys);
+    // Read as the figures of an ok row: which status the row has now is not the record's.
+    std::optional<GpuFigures> figures = read_figures(reader, members, row.kind, "ok", "");
+    if (!figures) return false;
+    row.figures = std::move(figures);
+    return true;
+  } catch (const Error&) {
+    return false;  // damaged, truncated, too large or not ours: the row has no figures
+  }
+}
 
 Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals) {
   ReportReader reader(source);

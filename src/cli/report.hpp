@@ -63,8 +63,9 @@ struct Row {
   RowKind kind = RowKind::file;
   std::vector<Cell> cells = std::vector<Cell>(report_columns().size());
   // GPU busy figures and timeline data (docs/figures.md): only on file and merge rows with
-  // status ok. Written after the columns (the CSV gets gpu_window_us and gpu_busy), never
-  // in row_record() (a skipped row has none), optional when read back.
+  // status ok, or skipped when figures_record() kept them with the output. Written after the
+  // columns (the CSV gets gpu_window_us and gpu_busy), never in row_record() (they are
+  // stored apart, figures_record()), optional when read back.
   std::optional<GpuFigures> figures;
 
   Row() = default;
@@ -115,6 +116,17 @@ std::string row_record(const Row& row);
 // the same kind whose output_bytes is `output_bytes`, the output's size now. False, and
 // `row` unchanged, when the record is not such a record.
 bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes);
+// A row's figures as stored with its output (kFiguresAttribute, beside row_record()): the
+// JSON report's figure keys of the row, gzip-compressed (a merge of 8 ranks x 9 groups
+// takes a few hundred bytes, not the 7 KB of its digits). Empty when the row has none or
+// the record would be larger than kFiguresRecordMax.
+inline constexpr size_t kFiguresRecordMax = 32 * 1024;
+std::string figures_record(const Row& row);
+// Sets `row.figures` from a figures_record() of a row of the same kind, read exactly as
+// parse_report_json() reads a row's figures. False, and `row` unchanged, when the record
+// is larger than kFiguresRecordMax, does not decompress (within 1 MiB), or is not such a
+// record.
+bool fill_figures_from_record(Row& row, std::string_view record);
 std::string report_csv(const Report& report);
 // Reads a report_json() text back, checking every field's type and range (a row's kind,
 // its status for that kind, each column's type, integers non-negative within int64, reals

@@ -686,11 +686,15 @@ class Sweep {
   }
 
   // An up-to-date output's row: "skipped", with the numbers of the run that wrote it, from
-  // the record stored with the output (write_atomically), when it has one that fits.
+  // the record stored with the output (write_atomically), when it has one that fits; and
+  // its figures, stored beside that record, only when the record fitted.
   static void mark_skipped(Row& row, const fs::path& output) {
     int64_t bytes = size_of(output);
     row.set("status", std::string("skipped")).set("output_bytes", bytes);
-    if (auto record = read_record(output)) fill_from_record(row, *record, bytes);
+    auto record = read_record(output);
+    if (!record || !fill_from_record(row, *record, bytes)) return;
+    if (auto figures = read_attribute(output, kFiguresAttribute, kFiguresRecordMax))
+      fill_figures_from_record(row, *figures);
   }
 
   // Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
@@ -955,7 +959,8 @@ class Sweep {
         return id;
       }
       fill_summary(task.row, task.compacted->summary);
-      // Only a row whose output this run writes reports figures (a skipped one has none).
+      // Only a row whose output this run writes gets figures computed (a skipped one has its
+      // output's, mark_skipped).
       if (task.write_output)
         task.row.figures = trace_figures(*task.compacted, options_.rules ? &*options_.rules : nullptr,
                                          int64_t(task.file->rank), task.compacted->summary.pp_rank);
@@ -975,7 +980,7 @@ class Sweep {
         Row done = task.row;  // the row only once the output is in place
         done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
         write_atomically(task.output, bytes, true, row_record(done),
-                         {{task.file->path.filename().string(), task.read_identity}}, recipe_);
+                         {{task.file->path.filename().string(), task.read_identity}}, recipe_, figures_record(done));
         task.row = std::move(done);
       }
       if (!task.for_merge) task.compacted.reset();
@@ -1055,7 +1060,7 @@ class Sweep {
           .set("pp_unshard_compute_unmatched", int64_t(summary.pp.unshard_compute_unmatched));
       done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
       done.figures = std::move(merged.figures);
-      write_atomically(iteration.merged_output, bytes, true, row_record(done), identities, recipe_);
+      write_atomically(iteration.merged_output, bytes, true, row_record(done), identities, recipe_, figures_record(done));
       row = std::move(done);
     } catch (...) {
       std::string message = describe_exception();

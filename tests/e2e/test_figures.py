@@ -14,6 +14,9 @@
   the same file, merge rows have theirs, the CSV has the scalar ones; the figures survive
   `report --combine` of two shards (equal to the single run's), and a partial report
   without them (as older tracelane wrote) still combines.
+- a rerun of that sweep (plus golden/pp4 as one more iteration) skips every output and
+  reports the same figures, read back from user.tracelane.figures; a damaged or truncated
+  one gives that row no figures. Prints the attributes' sizes.
 """
 
 import csv
@@ -255,6 +258,110 @@ def test_sweep_report_figures_equal_compact_summaries(ctx, work):
                  f"combined old + new: {with_figures} rows with figures")
 
 
+FIGURES_XATTR = "user.tracelane.figures"
+
+
+def outputs_of(report, root):
+    """{(dir, kind, file): output path} of the report's rows that name an output."""
+    return {(row["dir"], row["kind"], row.get("file")): os.path.join(root, row["dir"], row["output"])
+            for row in report["rows"] if row["kind"] != "problem" and row.get("output")}
+
+
+def sweep_report(ctx, root, reports, what):
+    result = e2e.tracelane(ctx.args, "sweep", root, "--jobs", "2", "--quiet", "--report-dir", reports)
+    if not ctx.checks.check(result.returncode in (0, 1), f"{what}: {e2e.describe(result)}"):
+        return None
+    with open(os.path.join(reports, "tracelane_report.json")) as handle:
+        return json.load(handle)
+
+
+def test_skipped_rows_keep_their_figures(ctx, work):
+    """A rerun that skips every up-to-date output reports the figures the first run stored
+    with it (user.tracelane.figures); a damaged one gives that row no figures."""
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    shutil.copytree(os.path.join(ctx.shared, "corpus", "sweep_tree"), root)
+    # The golden PP set as one more iteration: a 4-rank merge with bubble fractions.
+    pp = os.path.join(root, "pp4", "profile_trace", "iteration_0")
+    os.makedirs(pp)
+    for name in os.listdir(os.path.join(ctx.shared, "golden", "pp4")):
+        if name.startswith("rank"):
+            shutil.copy(os.path.join(ctx.shared, "golden", "pp4", name), pp)
+    first = sweep_report(ctx, root, os.path.join(work, "first"), "sweep")
+    if first is None:
+        return
+    outputs = outputs_of(first, root)
+    probe = next(iter(outputs.values()), None)
+    try:
+        os.getxattr(probe, "user.tracelane.report_row")
+    except (OSError, TypeError) as error:
+        print(f"  SKIPPED: {work} keeps no user extended attributes ({error}); figures of skipped rows untested",
+              flush=True)
+        return
+    # The sizes the figures take beside each output (README/docs: they must fit ext4's 4 KiB).
+    sizes = {}
+    for key, path in sorted(outputs.items()):
+        total = sum(len(os.getxattr(path, name)) for name in os.listxattr(path) if name.startswith("user.tracelane."))
+        try:
+            sizes[key] = (len(os.getxattr(path, FIGURES_XATTR)), total)
+        except OSError:
+            sizes[key] = (None, total)
+        print(f"  xattr bytes {key[0]} {key[1]} {key[2] or ''}: figures {sizes[key][0]}, all {total}", flush=True)
+    ok_rows = {key for key, row in strip_timing(first).items() if row["status"] == "ok" and "timeline" in row}
+    checks.check(any(key[0].startswith("pp4") and key[1] == "merge" for key in ok_rows), "no pp4 merge row with figures")
+    for key in ok_rows:
+        checks.check(sizes.get(key, (None,))[0] is not None, f"{key}: ok row's output has no {FIGURES_XATTR}")
+        checks.check(sizes.get(key, (0, 0))[1] <= 4000, f"{key}: attributes take {sizes.get(key)} bytes, over ext4's room")
+
+    second = sweep_report(ctx, root, os.path.join(work, "second"), "rerun")
+    if second is None:
+        return
+    before, after = strip_timing(first), strip_timing(second)
+    checks.equal(sorted(after), sorted(before), "rerun rows")
+    skipped = 0
+    for key, row in before.items():
+        again = dict(after.get(key, {}))
+        if row["status"] == "ok":
+            skipped += again.get("status") == "skipped"
+            checks.equal(again.get("status"), "skipped", f"rerun {key}: status")
+            again["status"] = "ok"
+        checks.equal(again, row, f"rerun {key}: the row (figures included) but status and seconds")
+    checks.check(skipped >= len(ok_rows) and skipped > 0, f"rerun skipped {skipped} rows")
+    # A report with skipped rows that carry figures reads back (report --html re-reads it).
+    result = e2e.tracelane(ctx.args, "report", "--html", os.path.join(work, "second", "tracelane_report.json"),
+                           "-o", os.path.join(work, "second.html"))
+    checks.check(result.returncode in (0, 1), f"report --html of the rerun's report: {e2e.describe(result)}")
+    result = e2e.tracelane(ctx.args, "report", "--combine", os.path.join(work, "second", "tracelane_report.json"),
+                           "--report-dir", os.path.join(work, "combined"), "--quiet")
+    if checks.check(result.returncode in (0, 1), f"report --combine of the rerun's report: {e2e.describe(result)}"):
+        with open(os.path.join(work, "combined", "tracelane_report.json")) as handle:
+            checks.equal(strip_timing(json.load(handle)), after, "the rerun's report read back by report --combine")
+
+    # Damage the figures of one file output and of the pp4 merge: those rows lose their
+    # figures (and nothing else); every other row keeps its own.
+    damaged = [key for key in sorted(ok_rows) if key[1] == "merge" and key[0].startswith("pp4")][:1]
+    damaged += [key for key in sorted(ok_rows) if key[1] == "file"][:1]
+    for n, key in enumerate(damaged):
+        if sizes[key][0] is None:
+            continue  # already failed above
+        value = bytearray(os.getxattr(outputs[key], FIGURES_XATTR))
+        if n == 0:
+            value[len(value) // 2] ^= 0x55  # a flipped byte in the compressed data
+        else:
+            value = value[:len(value) - 3]  # truncated
+        os.setxattr(outputs[key], FIGURES_XATTR, bytes(value))
+    third = sweep_report(ctx, root, os.path.join(work, "third"), "rerun after damage")
+    if third is None:
+        return
+    for key, row in strip_timing(third).items():
+        if key not in ok_rows:
+            continue
+        expected = {k: v for k, v in before[key].items() if k not in FIGURE_KEYS or key not in damaged}
+        expected["status"] = "skipped"
+        checks.equal(row, expected, f"rerun after damage {key}: " + ("no figures" if key in damaged else "its figures"))
+    checks.check(len(damaged) == 2, f"damaged {damaged}")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     shared = e2e.shared_dir(args)
@@ -264,6 +371,7 @@ def main():
         test_merge_preview_on_the_pp_set,
         test_the_preview_goes_through_the_output_guard,
         test_sweep_report_figures_equal_compact_summaries,
+        test_skipped_rows_keep_their_figures,
     ))
 
 

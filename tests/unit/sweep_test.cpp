@@ -8,9 +8,13 @@
 
 #include "cli/report.hpp"
 #include "cli/sweep.hpp"
+#include "tracelane/figures.hpp"
+#include "tracelane/gzip.hpp"
 
 namespace fs = boost::filesystem;
 using namespace tracelane::cli;
+using tracelane::GpuFigures;
+using tracelane::TimelineStrip;
 
 namespace {
 
@@ -299,6 +303,108 @@ TEST(ReportRecord, FillsASkippedRowWithTheNumbersOfTheRunThatWroteTheOutput) {
   EXPECT_FALSE(fill_from_record(other, "{\"kind\": \"file\", \"output_bytes\": 777, \"events\": \"many\"}", 777));
   EXPECT_TRUE(std::holds_alternative<std::monostate>(other.get("events")));
   EXPECT_FALSE(fill_from_record(other, "not json", 777));
+}
+
+// A merge row's figures as a sweep computes them: 8 ranks x 9 groups x 100 bins.
+static Row merge_row_with_figures() {
+  Row row(RowKind::merge);
+  row.set("dir", "r/it").set("ranks", int64_t(8)).set("status", "ok").set("output_bytes", int64_t(777));
+  GpuFigures figures;
+  figures.merged = true;
+  figures.window_us = 123456.789;
+  figures.timeline.start_us = 1700000000000000.5;
+  figures.timeline.end_us = figures.timeline.start_us + figures.window_us;
+  const char* groups[] = {"compute", "memcpy", "memset", "nccl_all_gather", "nccl_all_reduce", "nccl_broadcast",
+                          "nccl_reduce_scatter", "nccl_send_recv", "sync"};
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    figures.bubble[rank] = int(rank * 1000 + 7);
+    for (const char* group : groups) {
+      TimelineStrip strip;
+      strip.rank = rank;
+      strip.pp_rank = rank / 2;
+      strip.group = group;
+      for (int bin = 0; bin < figures.timeline.bins; ++bin)
+        strip.occupancy += char('0' + (bin * 7 + rank * 3 + strip.group.size()) % 10);
+      figures.timeline.strips.push_back(strip);
+    }
+  }
+  row.figures = figures;
+  return row;
+}
+
+static std::string figures_json(const Row& row) {
+  Report report;
+  report.rows = {row};
+  std::string json = report_json(report);
+  return json.substr(json.find("\"rows\""));
+}
+
+// The figures stored with an output give a skipped row the figures of the run that wrote it,
+// read as a report's are: a damaged, foreign or oversized record gives none, never a crash.
+TEST(FiguresRecord, GivesASkippedRowTheFiguresOfTheRunThatWroteTheOutput) {
+  Row written = merge_row_with_figures();
+  std::string record = figures_record(written);
+  ASSERT_FALSE(record.empty());
+  EXPECT_LT(record.size(), 2048u) << "too large to sit beside the row record in ext4's 4 KiB";
+
+  Row skipped = written;
+  skipped.figures.reset();
+  skipped.set("status", "skipped");
+  ASSERT_TRUE(fill_figures_from_record(skipped, record));
+  skipped.set("status", "ok");
+  EXPECT_EQ(figures_json(skipped), figures_json(written));
+
+  Row file = file_row("r/it", 0, "skipped");
+  GpuFigures file_figures;
+  file_figures.window_us = 10;
+  file_figures.busy["compute"] = 8123;
+  file_figures.timeline.end_us = 10;
+  file_figures.timeline.strips.push_back({0, std::nullopt, "compute", std::string(100, '9'), "compute", 8123});
+  Row file_written = file;
+  file_written.figures = file_figures;
+  std::string file_record = figures_record(file_written);
+  ASSERT_TRUE(fill_figures_from_record(file, file_record));
+  EXPECT_EQ(file.figures->busy, file_figures.busy);
+
+  // A merge's record on a file row (or the reverse), a damaged byte, a truncation, a record
+  // that decompresses to what a report would refuse, or one too large: no figures.
+  Row none = file_row("r/it", 0, "skipped");
+  EXPECT_FALSE(fill_figures_from_record(none, record));
+  Row merge_none(RowKind::merge);
+  EXPECT_FALSE(fill_figures_from_record(merge_none, file_record));
+  // (From byte 10: the gzip header's time and OS bytes change nothing that is read.)
+  for (size_t at = 10; at < record.size(); at += 7) {
+    std::string damaged = record;
+    damaged[at] = char(damaged[at] ^ 0x20);
+    EXPECT_FALSE(fill_figures_from_record(none, damaged)) << "byte " << at;
+  }
+  EXPECT_FALSE(fill_figures_from_record(none, record.substr(0, record.size() / 2)));
+  EXPECT_FALSE(fill_figures_from_record(none, ""));
+  EXPECT_FALSE(fill_figures_from_record(none, "not gzip"));
+  auto gz = [](const std::string& json) { return tracelane::gzip_compress(json, 1); };
+  EXPECT_FALSE(fill_figures_from_record(none, gz("{\"gpu_window_us\": -1, \"gpu_busy\": {}, \"timeline\": "
+                                                 "{\"start_us\": 0, \"end_us\": 0, \"bins\": 1, \"strips\": []}}")));
+  EXPECT_FALSE(fill_figures_from_record(none, gz("{\"gpu_window_us\": 1, \"gpu_busy\": {}, \"timeline\": "
+                                                 "{\"start_us\": 0, \"end_us\": 1, \"bins\": 2, \"strips\": "
+                                                 "[{\"rank\": 0, \"pp_rank\": 0, \"group\": \"compute\", "
+                                                 "\"occupancy\": \"9\"}]}}")));  // 1 digit for 2 bins
+  EXPECT_FALSE(fill_figures_from_record(none, gz("{\"status\": \"ok\"}")));
+  EXPECT_FALSE(fill_figures_from_record(none, gz(std::string(2 << 20, ' '))));  // over 1 MiB unpacked
+  EXPECT_FALSE(fill_figures_from_record(none, std::string(kFiguresRecordMax + 1, 'x')));
+  EXPECT_FALSE(none.figures.has_value());
+  EXPECT_FALSE(merge_none.figures.has_value());
+
+  // A report holds figures on skipped rows (read back from their outputs), never on failed ones.
+  Report report;
+  report.rows = {skipped};
+  report.rows[0].set("status", "skipped");
+  std::string json = report_json(report);
+  EXPECT_EQ(report_json(parse_report_json(json, "test")), json);
+  report.rows[0].set("status", "failed");
+  EXPECT_THROW(parse_report_json(report_json(report), "test"), tracelane::Error);
+
+  // A row without figures stores none.
+  EXPECT_TRUE(figures_record(file_row("r/it", 1, "ok")).empty());
 }
 
 TEST(ReportCombine, ShardsJoinIntoTheSingleNodeOrderAndNameMissingOnes) {
