@@ -31,7 +31,7 @@ _tracelane() {
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
                     --report-dir --shard --level --no-restore-data" ;;
     restore) options="--help -h --output -o --overwrite --level --rank" ;;
-    report) options="--help -h --combine --report-dir --html --output -o --quiet -q" ;;
+    report) options="--help -h --combine --report-dir --html --output -o --overwrite --quiet -q" ;;
     check) options="--help -h --list" ;;
     rules) options="--help -h --print-defaults --check" ;;
     *) return 0 ;;

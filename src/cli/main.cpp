@@ -53,7 +53,7 @@ const char* kUsage =
     "      tracelane_report.json/.csv/.html (ROOT or --report-dir)\n"
     "  report --combine DIR_OR_FILES... [--report-dir DIR]\n"
     "      join the partial reports of sweep --shard K/N runs into one\n"
-    "  report --html REPORT.json [-o OUT.html]\n"
+    "  report --html REPORT.json [-o OUT.html [--overwrite]]\n"
     "      draw the visual report page of an existing report\n"
     "  restore COMPACTED [-o OUT] [--rank R] [--overwrite]\n"
     "      write back the original trace a compacted or merged output was made from\n"

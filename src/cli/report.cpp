@@ -915,10 +915,17 @@ std::string shown(const std::string& text) { return printable(text, Backslash::k
 
 // `report --html REPORT.json [-o OUT.html]`: the page of an existing report (a sweep's or
 // one copied from a cluster), through the same guard and atomic write as every output.
-int write_report_page(const fs::path& report_path, const std::string& output, bool quiet) {
+// The page beside the report is the report's own (a sweep rewrites it too); a page named
+// with -o is like any other output: an .html name, and never over an existing file
+// without --overwrite.
+int write_report_page(const fs::path& report_path, const std::string& output, bool overwrite, bool quiet) {
   fs::path page = output.empty() ? html_path_for(report_path) : fs::path(output);
+  if (!output.empty() && page.extension() != ".html") {
+    print_error(page.string() + ": the page's name must end in .html");
+    return 2;
+  }
   try {
-    guard_output(page, {report_path}, true);
+    guard_output(page, {report_path}, output.empty() || overwrite);
   } catch (const OutputRefused& e) {
     print_error(std::string(e.what()) + " (not overwritten; give another -o)");
     return 2;
@@ -929,7 +936,7 @@ int write_report_page(const fs::path& report_path, const std::string& output, bo
     read.max_bytes = kMaxPartialReportBytes;
     std::string json = read_file(report_path, nullptr, read);
     fs::path page_dir = page.parent_path().empty() ? fs::path(".") : page.parent_path();
-    write_atomically(page, report_html(json, report_path.string(), page_dir), true);
+    write_atomically(page, report_html(json, report_path.string(), page_dir), output.empty() || overwrite);
   } catch (const OutputRefused& e) {
     print_error(e.what());
     return 2;
@@ -947,7 +954,7 @@ int run_report(int argc, char** argv) {
   namespace po = boost::program_options;
   std::vector<std::string> combine;
   std::string report_dir, html, output;
-  bool quiet = false;
+  bool quiet = false, overwrite = false;
   po::options_description options("report options");
   options.add_options()("help,h", "show this help")(
       "combine", po::value(&combine)->multitoken(),
@@ -955,7 +962,8 @@ int run_report(int argc, char** argv) {
       "report-dir", po::value(&report_dir),
       "where to write tracelane_report.json/.csv/.html (default: the first directory)")(
       "html", po::value(&html), "draw the page of an existing report: REPORT.json -> REPORT.html")(
-      "output,o", po::value(&output), "with --html: where to write the page (default: beside REPORT.json)")(
+      "output,o", po::value(&output), "with --html: where to write the page, OUT.html (default: beside REPORT.json)")(
+      "overwrite", po::bool_switch(&overwrite), "with --html -o: replace an existing OUT.html")(
       "quiet,q", po::bool_switch(&quiet), "print only problems");
   po::positional_options_description positional;
   positional.add("combine", -1);
@@ -969,7 +977,7 @@ int run_report(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << "usage: tracelane report --combine DIR_OR_FILES... [--report-dir DIR]\n"
-                 "       tracelane report --html REPORT.json [-o OUT.html]\n\n"
+                 "       tracelane report --html REPORT.json [-o OUT.html [--overwrite]]\n\n"
               << options;
     return 0;
   }
@@ -978,7 +986,7 @@ int run_report(int argc, char** argv) {
       std::cerr << "tracelane report: --html takes one report and -o, not --combine or --report-dir\n";
       return 2;
     }
-    return write_report_page(html, output, quiet);
+    return write_report_page(html, output, overwrite, quiet);
   }
   if (!output.empty()) {
     std::cerr << "tracelane report: -o is for --html (--combine writes into --report-dir)\n";

@@ -409,6 +409,10 @@ std::string report_html(std::string_view report_json, const std::string& source,
           dir_links[std::string(dir)] = url_path((*link_base / *dir_bytes).lexically_normal().generic_string());
         std::string encoded = url_path(*output_bytes);
         if (encoded != output) figure.out.set("output_href", JsonValue::string(encoded));
+      } else {
+        // Never linked (a name with '/', '.' or '..' would lead out of its directory),
+        // however the page would otherwise join links[dir] and the name.
+        figure.out.set("no_link", JsonValue::boolean(true));
       }
     }
     cells.push(figure.out);

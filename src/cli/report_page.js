@@ -89,7 +89,7 @@
       for (const pair of row.x.gpu_busy) busy[groupNames[pair[0]]] = pair[1];
       row.x.gpu_busy = busy;
     }
-    if (row.output !== null && Object.prototype.hasOwnProperty.call(links, row.dir))
+    if (row.output !== null && !row.x.no_link && Object.prototype.hasOwnProperty.call(links, row.dir))
       row.x.href = links[row.dir] + '/' + (row.x.output_href || row.output);
     return row;
   });

@@ -451,7 +451,7 @@ def test_figures(ctx, work):
     bad["rows"][index]["timeline"]["strips"][0]["occupancy"] = "12"
     with open(decorated, "w", encoding="utf-8") as handle:
         json.dump(bad, handle)
-    result = ctx.tracelane("report", "--html", decorated, "-o", page)
+    result = ctx.tracelane("report", "--html", decorated, "-o", page, "--overwrite")
     checks.equal(result.returncode, 0, f"report --html, a malformed timeline: {e2e.describe(result)}")
     dom = parse_dom(ctx.browser.dom(page)[0])
     page_ready(ctx, dom, "malformed timeline")
@@ -554,6 +554,20 @@ def test_report_html_command(ctx, work):
     result = ctx.tracelane("report", "--html", copy, "-o", copy)
     checks.equal(result.returncode, 2, f"report --html -o INPUT: {e2e.describe(result)}")
     checks.equal(open(copy, "rb").read(), before, "report --html -o INPUT changed its input")
+    # -o names an output like any other: an .html name, never over a file without --overwrite
+    # (before, `-o precious.txt` replaced it with the page, exit 0).
+    precious = os.path.join(work, "precious.html")
+    e2e.write_file(precious, b"mine\n")
+    result = ctx.tracelane("report", "--html", source, "-o", precious)
+    checks.equal(result.returncode, 2, f"report --html -o EXISTING: {e2e.describe(result)}")
+    checks.equal(open(precious, "rb").read(), b"mine\n", "report --html -o EXISTING replaced it")
+    result = ctx.tracelane("report", "--html", source, "-o", precious, "--overwrite")
+    checks.equal(result.returncode, 0, f"report --html -o EXISTING --overwrite: {e2e.describe(result)}")
+    checks.check(open(precious, "rb").read().startswith(b"<!DOCTYPE html>"), "--overwrite wrote the page")
+    text_file = os.path.join(work, "notes.txt")
+    result = ctx.tracelane("report", "--html", source, "-o", text_file)
+    checks.equal(result.returncode, 2, f"report --html -o notes.txt: {e2e.describe(result)}")
+    checks.check(not os.path.exists(text_file) and ".html" in result.stderr, f"-o notes.txt: {result.stderr!r}")
     report = load(copy)
     report["rows"][0]["input_bytes"] = "lots"
     with open(copy, "w", encoding="utf-8") as handle:
@@ -565,6 +579,34 @@ def test_report_html_command(ctx, work):
     checks.check(not os.path.exists(os.path.join(work, "bad.html")), "a page was written for a corrupt report")
     result = ctx.tracelane("report", "--html", copy, "--combine", copy)
     checks.equal(result.returncode, 2, f"report --html with --combine: {e2e.describe(result)}")
+
+
+def test_report_links_stay_in_their_directory(ctx, work):
+    """A report is input too (report --html of one copied from elsewhere): a row whose output
+    is '../../../x' or 'a/b' gets no link, even when another row of its directory has one.
+    Before, the page fell back to the raw name and linked ../../../../.ssh/id_rsa."""
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    for rank in (0, 1):
+        e2e.write_file(os.path.join(root, "run", "it", f"rank{rank}_trace.json"), e2e.synthetic_rank_trace(rank, 30))
+    ctx.tracelane("sweep", root, "--quiet")
+    report = load(os.path.join(root, "tracelane_report.json"))
+    files = [row for row in report["rows"] if row["kind"] == "file"]
+    files[0]["output"] = "../../../../.ssh/id_rsa"
+    files[1]["output"] = "sub/dir.json"
+    hostile = os.path.join(work, "hostile.json")
+    with open(hostile, "w", encoding="utf-8") as handle:
+        json.dump(report, handle)
+    page = os.path.join(work, "hostile.html")
+    result = ctx.tracelane("report", "--html", hostile, "-o", page)
+    if not checks.equal(result.returncode, 0, f"report --html of the edited report: {e2e.describe(result)}"):
+        return
+    dom = parse_dom(ctx.browser.dom(page)[0])
+    hrefs = [a.attrs["href"] for a in dom.find("a", href=True) if not a.attrs["href"].startswith("#")]
+    checks.check(any(href.endswith("pp_traces_merged_compacted.json.gz") for href in hrefs),
+                 f"the merge row of that directory keeps its link: {hrefs}")
+    checks.check(not any(".ssh" in href or "sub/dir.json" in href for href in hrefs),
+                 f"a row's output name made a link out of its directory: {hrefs}")
 
 
 def main():
@@ -579,7 +621,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tracelane_html_browser_") as browser_work:
         ctx = Context(args, checks, shared, Browser(binary, browser_work))
         sys.exit(e2e.run_tests(checks, ctx, "tracelane_report_html_", [
-            test_corpus_sweep, test_figures, test_hostile_names, test_combine_writes_the_page, test_report_html_command]))
+            test_corpus_sweep, test_figures, test_hostile_names, test_combine_writes_the_page, test_report_html_command,
+            test_report_links_stay_in_their_directory]))
 
 
 if __name__ == "__main__":
