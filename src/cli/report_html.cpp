@@ -27,6 +27,7 @@
 #include "printable.hpp"
 #include "report.hpp"
 #include "report_page.hpp"
+#include "tracelane/figures.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/trace.hpp"
 
@@ -37,8 +38,8 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-// The most time bins a timeline may have (the contract writes 100).
-constexpr int64_t kMaxBins = 10000;
+// The most time bins a timeline may have: the report reader's bound (tracelane writes 100).
+constexpr int64_t kMaxBins = kMaxTimelineBins;
 
 struct PageReader {
   std::string source;
