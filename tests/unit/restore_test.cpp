@@ -105,6 +105,28 @@ TEST(Restore, GivesEachRankOfAMergeBack) {
   }
 }
 
+// A merged PP rank loses its streams' metadata (lanes have their own) and its duplicate
+// annotations: each removed event is written as a copy of one shortly before it, so they
+// cost a few bytes each, not their text. The numbers vary the way real ones do (ts with
+// trailing zeros the writer would drop, ids counting up).
+TEST(Restore, RemovedEventsCostLittle) {
+  std::vector<std::string> events;
+  constexpr int kStreams = 150;
+  for (int s = 0; s < kStreams; ++s) {
+    std::string ts = std::to_string(3304166932516 + s) + ".630";
+    events.push_back(kernel(0, 7 + s, ts, "3.250", "k" + std::to_string(s)));
+    events.push_back(metadata("thread_name", 0, 7 + s, R"({"name": "stream )" + std::to_string(7 + s) + R"( "})"));
+    events.push_back(metadata("thread_sort_index", 0, 7 + s, R"({"sort_index": )" + std::to_string(7 + s) + "}"));
+  }
+  std::string original = trace_json(events, R"("distributedInfo": {"rank": 0})");
+  std::string out = compacted_text(original);
+  EXPECT_EQ(restored(out), original);
+  size_t key = out.rfind("\"tracelane_restore\"");
+  size_t record_bytes = out.find("\"]", key) - key;
+  // Each stream's two metadata events are removed: 300 events of ~90 bytes of text.
+  EXPECT_LT(record_bytes, size_t(2 * kStreams * 2)) << "restore data of " << record_bytes << " bytes";
+}
+
 TEST(Restore, RefusesAChangedByteOfTheRecord) {
   std::string out = compacted_text(untidy_trace());
   size_t key = out.rfind("\"tracelane_restore\"");
