@@ -7,12 +7,14 @@
 //   original = head + event_0 + gap_1 + event_1 + ... + event_n-1 + tail
 //
 // For each original event the record says where it went in the output (or, for the few
-// that compaction removes, holds its text), and for each value the writer replaced, how to
-// get the original text back. Parsing the output again finds those values (the same parser
+// that compaction removes, how it differs from an original shortly before it: they are
+// duplicates and stream metadata, nearly copies), and for each value the writer replaced,
+// how to get the original text back. Parsing the output again finds those values (the same parser
 // finds the same key occurrence in both texts). The values are mostly predictable: a
 // stream's original text is its tid's; a pid, tid or flow id maps back to the text it last
-// came from; a merged ts is the output's minus the rank's clock offset; a merged name
-// loses its rank prefix. Only what prediction misses is stored as text. Gaps between
+// came from; a merged ts is the output's minus the rank's clock offset, any other ts or
+// dur the output's plus a difference; a lane's tid is one of the last few tids; a merged
+// name loses its rank prefix. Only what prediction misses is stored as text. Gaps between
 // events are one common string plus exceptions, and head and tail are diffs (common
 // prefix, suffix and the middle) against the output's own head and tail. The record is
 // columns (placement, masks, values, texts) that DEFLATE packs well, then base64.

@@ -1,6 +1,9 @@
 // Restore data (SPEC 9.12): restore(compact(x)) == x byte for byte, for single traces and
 // each rank of a merge, and a damaged or edited copy is refused, never a wrong original.
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "test_support.hpp"
 #include "tracelane/decimal_time.hpp"
@@ -29,6 +32,13 @@ std::string untidy_trace() {
          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"c\", \"pid\": 0, \"tid\": \"stream 7\", \"ts\": 30, "
          "\"dur\": 1, \"args\": {\"stream\": 7}},\n" +
          metadata("thread_name", 0, 7, R"({"name": "stream 7"})") + "\n ] ,\"displayTimeUnit\": \"ns\"  }\n\n";
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 std::string restored(const std::string& compacted, size_t record = 0) {
@@ -125,6 +135,17 @@ TEST(Restore, RemovedEventsCostLittle) {
   size_t record_bytes = out.find("\"]", key) - key;
   // Each stream's two metadata events are removed: 300 events of ~90 bytes of text.
   EXPECT_LT(record_bytes, size_t(2 * kStreams * 2)) << "restore data of " << record_bytes << " bytes";
+}
+
+// tests/data/example_trace_compacted_format1.json: tests/data/example_trace.json compacted by
+// the tracelane before format 2 (removed events as copies); copies people kept still restore.
+TEST(Restore, ReadsFormat1Records) {
+  std::filesystem::path data = std::filesystem::path(TRACELANE_SOURCE_DIR) / "tests/data";
+  std::string original = read_file(data / "example_trace.json");
+  std::string old = read_file(data / "example_trace_compacted_format1.json");
+  ASSERT_FALSE(original.empty());
+  ASSERT_FALSE(old.empty());
+  EXPECT_EQ(restored(old), original);
 }
 
 TEST(Restore, RefusesAChangedByteOfTheRecord) {
