@@ -123,10 +123,18 @@ TEST(Restore, RemovedEventsCostLittle) {
   std::vector<std::string> events;
   constexpr int kStreams = 150;
   for (int s = 0; s < kStreams; ++s) {
-    std::string ts = std::to_string(3304166932516 + s) + ".630";
-    events.push_back(kernel(0, 7 + s, ts, "3.250", "k" + std::to_string(s)));
-    events.push_back(metadata("thread_name", 0, 7 + s, R"({"name": "stream )" + std::to_string(7 + s) + R"( "})"));
-    events.push_back(metadata("thread_sort_index", 0, 7 + s, R"({"sort_index": )" + std::to_string(7 + s) + "}"));
+    // Built with += (GCC 12's -Wrestrict misreads a chain of + on literals here).
+    std::string tid = std::to_string(7 + s), ts = std::to_string(3304166932516 + s), name = "k";
+    ts += ".630";
+    name += tid;
+    std::string thread_name = R"({"name": "stream )", sort_index = R"({"sort_index": )";
+    thread_name += tid;
+    thread_name += R"( "})";
+    sort_index += tid;
+    sort_index += "}";
+    events.push_back(kernel(0, 7 + s, ts, "3.250", name));
+    events.push_back(metadata("thread_name", 0, 7 + s, thread_name));
+    events.push_back(metadata("thread_sort_index", 0, 7 + s, sort_index));
   }
   std::string original = trace_json(events, R"("distributedInfo": {"rank": 0})");
   std::string out = compacted_text(original);
