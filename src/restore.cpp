@@ -7,12 +7,14 @@
 //   original = head + event_0 + gap_1 + event_1 + ... + event_n-1 + tail
 //
 // For each original event the record says where it went in the output (or, for the few
-// that compaction removes, holds its text), and for each value the writer replaced, how to
-// get the original text back. Parsing the output again finds those values (the same parser
+// that compaction removes, how it differs from an original shortly before it: they are
+// duplicates and stream metadata, nearly copies), and for each value the writer replaced,
+// how to get the original text back. Parsing the output again finds those values (the same parser
 // finds the same key occurrence in both texts). The values are mostly predictable: a
 // stream's original text is its tid's; a pid, tid or flow id maps back to the text it last
-// came from; a merged ts is the output's minus the rank's clock offset; a merged name
-// loses its rank prefix. Only what prediction misses is stored as text. Gaps between
+// came from; a merged ts is the output's minus the rank's clock offset, any other ts or
+// dur the output's plus a difference; a lane's tid is one of the last few tids; a merged
+// name loses its rank prefix. Only what prediction misses is stored as text. Gaps between
 // events are one common string plus exceptions, and head and tail are diffs (common
 // prefix, suffix and the middle) against the output's own head and tail. The record is
 // columns (placement, masks, values, texts) that DEFLATE packs well, then base64.
@@ -38,11 +40,13 @@ namespace tracelane {
 
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
+// 2: a removed event may be a copy of an original before it (1: always its text).
+constexpr uint32_t kFormatVersion = 2;
 constexpr char kMagic[4] = {'T', 'L', 'R', '1'};
 // A restore record never inflates beyond this (the original's length is checked again).
 constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 36;
-constexpr int kDeflateLevel = 9;
+// libdeflate's best for a record under 1 MB (the usual); 9 above, where 12 is slow.
+constexpr int kDeflateLevel = 12;
 // DEFLATE cannot expand beyond ~1032:1 (RFC 1951's longest match per the shortest code).
 constexpr uint64_t kMaxDeflateRatio = 1032;
 // See plausible_original_bytes.
@@ -55,8 +59,20 @@ enum Code : uint8_t {
   kAsTid = 2,      // args.stream: the event's original tid text
   kShifted = 3,    // ts: the output's time less the record's clock offset
   kUnprefixed = 4,  // args.name: the output's text without the record's prefix
-  kNear = 5         // an integer written plainly: the difference from this field's last one
-};
+  kNear = 5,        // an integer written plainly: the difference from this field's last one
+  kNearTime = 6,    // ts or dur: its decimals, and the difference in ns from the output's
+                    // time (ts: less the clock offset), as when a coalesced dur grew
+  kRecentTid = 7    // tid: the index of the text among the last distinct tids (a lane holds
+};                  // a few streams, each with its own tid, taking turns)
+constexpr size_t kRecentTids = 16;
+
+// The last kRecentTids distinct original tid texts, the latest first.
+void remember_tid(std::vector<std::string_view>& recent, std::string_view text) {
+  auto it = std::find(recent.begin(), recent.end(), text);
+  if (it != recent.end()) recent.erase(it);
+  else if (recent.size() == kRecentTids) recent.pop_back();
+  recent.insert(recent.begin(), text);
+}
 
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 uint64_t read64(const char* p) {
@@ -200,10 +216,131 @@ void apply_diff(std::string& out, Reader& in, std::string_view output, uint64_t 
 
 // The largest original a record may claim for an output of `output_bytes` (without the
 // record) and a record of `raw_bytes` decompressed: what compaction removes or replaces is
-// in the record, so an original beyond this is only whitespace repeated between events,
-// far beyond any trace, and a claim beyond it is a crafted record asking for memory.
+// in the record (as text, or as a copy of an earlier original), so an original beyond this
+// is whitespace repeated between events or nearly all of it removed copies, far beyond any
+// trace, and a claim beyond it is a crafted record asking for memory.
 uint64_t plausible_original_bytes(uint64_t output_bytes, uint64_t raw_bytes) {
   return kMaxOriginalPerOutputByte * output_bytes + raw_bytes + (uint64_t(1) << 20);
+}
+
+// A removed event (a coalesced duplicate annotation, a merged rank's metadata) is nearly
+// a copy of an event shortly before it: the same keys and names, other times and ids. It is
+// written as such a copy: the texts of both are cut into tokens (plain decimal numbers and
+// the text between them), and each token of the reference is kept, shifted (a number: the
+// difference of the two read as integers with the same count of decimals) or replaced by
+// text. The reference is one of the kRemovedWindow originals before it, the one whose
+// tokens it matches at least cost; an event no reference fits is kept as text.
+constexpr size_t kRemovedWindow = 64;
+// kShiftedAgain: shifted as much as the last shifted number of this event ("tid": 22 and
+// "stream 22" of a thread_name move together).
+enum TokenCode : uint8_t { kSameToken = 0, kShiftedToken = 1, kTextToken = 2, kShiftedAgain = 3 };
+
+constexpr int64_t kMaxDecimal = 999'999'999'999'999'999;  // 18 digits
+constexpr int64_t kPowersOfTen[] = {1, 10, 100, 1000};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+void tokenize(std::string_view text, std::vector<std::string_view>& tokens) {
+  tokens.clear();
+  for (size_t i = 0; i < text.size();) {
+    size_t start = i;
+    if (is_digit(text[i])) {
+      while (i < text.size() && is_digit(text[i])) ++i;
+      if (i + 1 < text.size() && text[i] == '.' && is_digit(text[i + 1]))
+        for (++i; i < text.size() && is_digit(text[i]);) ++i;
+    } else {
+      while (i < text.size() && !is_digit(text[i])) ++i;
+    }
+    tokens.push_back(text.substr(start, i - start));
+  }
+}
+// A number token as mantissa / 10^decimals. At most 18 digits, so any two differ by less
+// than 2^63.
+bool as_decimal(std::string_view token, int64_t& mantissa, int& decimals) {
+  if (token.empty() || !is_digit(token[0])) return false;
+  size_t point = token.find('.');
+  decimals = point == std::string_view::npos ? 0 : int(token.size() - point - 1);
+  if (token.size() - (decimals ? 1 : 0) > 18) return false;
+  mantissa = 0;
+  for (char c : token)
+    if (c != '.') mantissa = mantissa * 10 + (c - '0');
+  return true;
+}
+std::string decimal_text(int64_t mantissa, int decimals) {
+  std::string digits = std::to_string(mantissa);
+  if (digits.size() <= size_t(decimals)) digits.insert(0, size_t(decimals) + 1 - digits.size(), '0');
+  if (decimals) digits.insert(digits.size() - size_t(decimals), 1, '.');
+  return digits;
+}
+// `token` written as a shift of `reference`, when it can be.
+bool shift_between(std::string_view reference, std::string_view token, int64_t& shift) {
+  int64_t a = 0, b = 0;
+  int da = 0, db = 0;
+  if (!as_decimal(reference, a, da) || !as_decimal(token, b, db) || da != db) return false;
+  shift = b - a;
+  return decimal_text(b, db) == token;  // no leading zeros to lose
+}
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+// The cost in bytes of writing `mine` against `reference`, or SIZE_MAX when it cannot be.
+size_t removed_cost(const std::vector<std::string_view>& reference, const std::vector<std::string_view>& mine) {
+  if (reference.size() != mine.size()) return SIZE_MAX;
+  size_t cost = 0;
+  int64_t last_shift = 0;
+  for (size_t t = 0; t < mine.size(); ++t) {
+    int64_t shift = 0;
+    if (reference[t] == mine[t]) cost += 1;
+    else if (shift_between(reference[t], mine[t], shift))
+      cost += 1 + (shift == last_shift ? 0 : varint_size(zigzag(shift))), last_shift = shift;
+    else cost += 1 + varint_size(mine[t].size()) + mine[t].size();
+  }
+  return cost;
+}
+void put_removed(std::string& out, const std::vector<std::string_view>& reference,
+                 const std::vector<std::string_view>& mine) {
+  int64_t last_shift = 0;
+  for (size_t t = 0; t < mine.size(); ++t) {
+    int64_t shift = 0;
+    if (reference[t] == mine[t]) {
+      out.push_back(char(kSameToken));
+    } else if (shift_between(reference[t], mine[t], shift)) {
+      out.push_back(char(shift == last_shift ? kShiftedAgain : kShiftedToken));
+      if (shift != last_shift) put_varint(out, zigzag(shift));
+      last_shift = shift;
+    } else {
+      out.push_back(char(kTextToken));
+      put_text(out, mine[t]);
+    }
+  }
+}
+void apply_removed(std::string& out, Reader& in, std::string_view reference) {
+  std::vector<std::string_view> tokens;
+  tokenize(reference, tokens);
+  std::string text;
+  int64_t last_shift = 0;
+  for (std::string_view token : tokens) {
+    uint8_t code = in.byte();
+    if (code == kSameToken) {
+      text.append(token);
+    } else if (code == kShiftedToken || code == kShiftedAgain) {
+      int64_t mantissa = 0;
+      int decimals = 0;
+      if (!as_decimal(token, mantissa, decimals)) in.fail("a removed event shifts a token that is not a number");
+      int64_t shift = code == kShiftedAgain ? last_shift : unzigzag(in.varint());
+      last_shift = shift;
+      if (shift < -mantissa || shift > kMaxDecimal - mantissa)
+        in.fail("a removed event's number is out of range");
+      text.append(decimal_text(mantissa + shift, decimals));
+    } else if (code == kTextToken) {
+      text.append(in.text());
+    } else {
+      in.fail("unknown token code " + std::to_string(code));
+    }
+  }
+  out += text;  // `reference` may point into `out`
 }
 
 const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -272,6 +409,13 @@ std::string encode_record(std::string_view text, WrittenEvents written, uint64_t
   std::string_view default_gap;
   std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
   std::array<int64_t, kFieldCount> last_integer{};
+  // The last kRemovedWindow originals (by original index modulo the window), tokenized
+  // when a removed event first needs them.
+  std::vector<std::string_view> recent(kRemovedWindow);
+  std::vector<std::vector<std::string_view>> recent_tokens(kRemovedWindow);
+  std::vector<size_t> tokenized(kRemovedWindow, SIZE_MAX);
+  std::vector<std::string_view> tokens;
+  std::vector<std::string_view> recent_tids;
   for (const Event& event : trace.events) {
     bool written_here = !event.dropped;
     size_t here = output_index;
@@ -299,9 +443,24 @@ std::string encode_record(std::string_view text, WrittenEvents written, uint64_t
     ++originals;
     if (!written_here) {
       put_varint(placement, 0);
-      put_text(dropped, event.raw);
+      size_t k = originals - 1, best_back = 0, best_cost = event.raw.size();
+      tokenize(event.raw, tokens);
+      for (size_t back = 1; back <= kRemovedWindow && back <= k; ++back) {
+        size_t slot = (k - back) % kRemovedWindow;
+        if (tokenized[slot] != k - back) {
+          tokenize(recent[slot], recent_tokens[slot]);
+          tokenized[slot] = k - back;
+        }
+        size_t cost = removed_cost(recent_tokens[slot], tokens);
+        if (cost != SIZE_MAX && cost + varint_size(back) < best_cost) best_back = back, best_cost = cost + varint_size(back);
+      }
+      put_varint(dropped, best_back);
+      if (best_back) put_removed(dropped, recent_tokens[(k - best_back) % kRemovedWindow], tokens);
+      else put_text(dropped, event.raw);
+      recent[k % kRemovedWindow] = event.raw;
       continue;
     }
+    recent[(originals - 1) % kRemovedWindow] = event.raw;
     put_varint(placement, zigzag(int64_t(here) - (previous_output + 1)) + 1);
     previous_output = int64_t(here);
     // The values the writer replaced (append_event's rule).
@@ -319,6 +478,18 @@ std::string encode_record(std::string_view text, WrittenEvents written, uint64_t
         values.push_back(char(kShifted));
         continue;
       }
+      if ((f == kTs && event.ts.numeric) || (f == kDur && event.dur.numeric)) {
+        int64_t mantissa = 0;
+        int decimals = 0;
+        if (as_decimal(original, mantissa, decimals) && decimals <= 3 && decimal_text(mantissa, decimals) == original) {
+          int64_t ns = mantissa * kPowersOfTen[3 - decimals];
+          int64_t now = f == kTs ? event.new_ts - source.offset_ns : event.new_dur;
+          values.push_back(char(kNearTime));
+          values.push_back(char(decimals));
+          put_varint(values, zigzag(int64_t(uint64_t(ns) - uint64_t(now))));
+          continue;
+        }
+      }
       if (f == kStream && original == event.value_text(kTid) && event.spans[kTid].length) {
         values.push_back(char(kAsTid));
         continue;
@@ -328,9 +499,20 @@ std::string encode_record(std::string_view text, WrittenEvents written, uint64_t
         auto [it, inserted] = last_text[f].try_emplace(now, original);
         if (!inserted && it->second == original) {
           values.push_back(char(kPrevious));
+          if (f == kTid) remember_tid(recent_tids, original);
           continue;
         }
         it->second = original;
+      }
+      if (f == kTid) {
+        size_t at = size_t(std::find(recent_tids.begin(), recent_tids.end(), original) - recent_tids.begin());
+        bool found = at < recent_tids.size();
+        remember_tid(recent_tids, original);
+        if (found) {
+          values.push_back(char(kRecentTid));
+          put_varint(values, at);
+          continue;
+        }
       }
       // Flow ids count up, tids and pids repeat: a plain integer as a difference.
       int64_t value = 0;
@@ -374,7 +556,7 @@ std::string encode_record(std::string_view text, WrittenEvents written, uint64_t
                 "--no-restore-data");
 
   std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(
-      libdeflate_alloc_compressor(kDeflateLevel), libdeflate_free_compressor);
+      libdeflate_alloc_compressor(raw.size() < (size_t(1) << 20) ? kDeflateLevel : 9), libdeflate_free_compressor);
   if (!compressor) throw std::bad_alloc();
   std::string packed(libdeflate_deflate_compress_bound(compressor.get(), raw.size()), '\0');
   size_t packed_size =
@@ -483,6 +665,7 @@ std::string unpack_record(std::string_view base64, const std::string& where) {
 }
 
 struct RecordHeader {
+  uint64_t version = 0;
   uint64_t original_bytes = 0;
   uint32_t crc = 0;
   uint64_t hash = 0, covered = 0;
@@ -494,9 +677,10 @@ struct RecordHeader {
 
 RecordHeader read_header(Reader& in) {
   RecordHeader h;
-  if (uint64_t version = in.varint(); version != kFormatVersion)
-    in.fail("format version " + std::to_string(version) + " (this tracelane reads " + std::to_string(kFormatVersion) +
-            ")");
+  h.version = in.varint();
+  if (h.version != 1 && h.version != kFormatVersion)
+    in.fail("format version " + std::to_string(h.version) + " (this tracelane reads 1 to " +
+            std::to_string(kFormatVersion) + ")");
   h.original_bytes = in.varint();
   h.crc = uint32_t(in.fixed(4));
   h.hash = in.fixed(8);
@@ -649,8 +833,11 @@ std::string restore_original(std::string compacted, const std::string& source, s
   Reader values(in.text(), where);
   std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
   std::array<int64_t, kFieldCount> last_integer{};
-  std::deque<std::string> integers;  // texts of kNear values (stable addresses)
+  std::vector<std::string_view> recent_tids;
+  std::deque<std::string> integers;  // texts of kNear and kNearTime values (stable addresses)
   size_t next_mask = 0, next_gap = 0;
+  // Where the last kRemovedWindow originals lie in `original` (a removed event's references).
+  std::vector<std::pair<size_t, size_t>> recent(kRemovedWindow);
   for (uint64_t k = 0; k < originals; ++k) {
     if (k > 0) {
       bool exception = next_gap < gaps.size() && gaps[next_gap].first == k;
@@ -658,14 +845,24 @@ std::string restore_original(std::string compacted, const std::string& source, s
     }
     // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
     if (original.size() > h.original_bytes) in.fail("the rebuilt text outgrows the original's length");
-    if (placed[k] < 0) {  // removed by compaction: its text is kept
-      original += in.text();
+    size_t begin = original.size();
+    if (placed[k] < 0) {  // removed by compaction: its text, or a copy of an original before it
+      uint64_t back = h.version == 1 ? 0 : in.varint();
+      if (back == 0) {
+        original += in.text();
+      } else {
+        if (back > kRemovedWindow || back > k) in.fail("a removed event refers to one outside its window");
+        auto [from, to] = recent[(k - back) % kRemovedWindow];
+        apply_removed(original, in, std::string_view(original).substr(from, to - from));
+      }
+      recent[k % kRemovedWindow] = {begin, original.size()};
       continue;
     }
     const Event& event = output.events[size_t(placed[k])];
     uint8_t mask = masks[next_mask++];
     if (!mask) {
       original += event.raw;
+      recent[k % kRemovedWindow] = {begin, original.size()};
       continue;
     }
     std::array<std::string_view, kFieldCount> replaced;
@@ -701,12 +898,33 @@ std::string restore_original(std::string compacted, const std::string& source, s
               now.substr(1, h.name_prefix.size()) != h.name_prefix)
             values.fail("a name lacks the rank prefix");
           break;
+        case kNearTime: {
+          if ((f != kTs || !event.ts.numeric) && (f != kDur || !event.dur.numeric))
+            values.fail("a value code does not fit its field");
+          uint8_t decimals = values.byte();
+          if (decimals > 3) values.fail("a time has more than 3 decimals");
+          int64_t now = event.dur.ns;
+          if (f == kTs && __builtin_sub_overflow(event.ts.ns, h.offset_ns, &now)) values.fail("a clock offset overflows");
+          int64_t ns = int64_t(uint64_t(now) + uint64_t(unzigzag(values.varint())));  // wraps, then is range-checked
+          int64_t unit = kPowersOfTen[3 - decimals];
+          if (ns < 0 || ns % unit || ns / unit > kMaxDecimal) values.fail("a time is out of range");
+          replaced[f] = integers.emplace_back(decimal_text(ns / unit, decimals));
+          break;
+        }
+        case kRecentTid: {
+          if (f != kTid) values.fail("a value code does not fit its field");
+          uint64_t at = values.varint();
+          if (at >= recent_tids.size()) values.fail("a tid refers to one not seen before");
+          replaced[f] = recent_tids[size_t(at)];
+          break;
+        }
         case kNear:
           last_integer[f] = int64_t(uint64_t(last_integer[f]) + uint64_t(unzigzag(values.varint())));
           replaced[f] = integers.emplace_back(std::to_string(last_integer[f]));
           break;
         default: values.fail("unknown value code " + std::to_string(code));
       }
+      if (f == kTid) remember_tid(recent_tids, replaced[f]);
       if ((f == kPid || f == kTid || f == kId || f == kStream) && code != kAsTid && code != kPrevious) {
         const Id& id = id_of(event, f);
         if (id.is_int()) last_text[f][id.value] = replaced[f];
@@ -735,6 +953,7 @@ std::string restore_original(std::string compacted, const std::string& source, s
       pos = span.offset + span.length;
     }
     original.append(event.raw.substr(pos));
+    recent[k % kRemovedWindow] = {begin, original.size()};
   }
   original += tail;
   if (!in.done() || !values.done()) in.fail("bytes left over");

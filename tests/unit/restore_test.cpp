@@ -1,6 +1,9 @@
 // Restore data (SPEC 9.12): restore(compact(x)) == x byte for byte, for single traces and
 // each rank of a merge, and a damaged or edited copy is refused, never a wrong original.
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "test_support.hpp"
 #include "tracelane/decimal_time.hpp"
@@ -29,6 +32,13 @@ std::string untidy_trace() {
          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"c\", \"pid\": 0, \"tid\": \"stream 7\", \"ts\": 30, "
          "\"dur\": 1, \"args\": {\"stream\": 7}},\n" +
          metadata("thread_name", 0, 7, R"({"name": "stream 7"})") + "\n ] ,\"displayTimeUnit\": \"ns\"  }\n\n";
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 std::string restored(const std::string& compacted, size_t record = 0) {
@@ -103,6 +113,47 @@ TEST(Restore, GivesEachRankOfAMergeBack) {
   for (size_t k = 0; k < 2; ++k) {
     EXPECT_EQ(restored(out, k), records[k].global_rank == 0 ? r0 : r1) << "record " << k;
   }
+}
+
+// A merged PP rank loses its streams' metadata (lanes have their own) and its duplicate
+// annotations: each removed event is written as a copy of one shortly before it, so they
+// cost a few bytes each, not their text. The numbers vary the way real ones do (ts with
+// trailing zeros the writer would drop, ids counting up).
+TEST(Restore, RemovedEventsCostLittle) {
+  std::vector<std::string> events;
+  constexpr int kStreams = 150;
+  for (int s = 0; s < kStreams; ++s) {
+    // Built with += (GCC 12's -Wrestrict misreads a chain of + on literals here).
+    std::string tid = std::to_string(7 + s), ts = std::to_string(3304166932516 + s), name = "k";
+    ts += ".630";
+    name += tid;
+    std::string thread_name = R"({"name": "stream )", sort_index = R"({"sort_index": )";
+    thread_name += tid;
+    thread_name += R"( "})";
+    sort_index += tid;
+    sort_index += "}";
+    events.push_back(kernel(0, 7 + s, ts, "3.250", name));
+    events.push_back(metadata("thread_name", 0, 7 + s, thread_name));
+    events.push_back(metadata("thread_sort_index", 0, 7 + s, sort_index));
+  }
+  std::string original = trace_json(events, R"("distributedInfo": {"rank": 0})");
+  std::string out = compacted_text(original);
+  EXPECT_EQ(restored(out), original);
+  size_t key = out.rfind("\"tracelane_restore\"");
+  size_t record_bytes = out.find("\"]", key) - key;
+  // Each stream's two metadata events are removed: 300 events of ~90 bytes of text.
+  EXPECT_LT(record_bytes, size_t(2 * kStreams * 2)) << "restore data of " << record_bytes << " bytes";
+}
+
+// tests/data/example_trace_compacted_format1.json: tests/data/example_trace.json compacted by
+// the tracelane before format 2 (removed events as copies); copies people kept still restore.
+TEST(Restore, ReadsFormat1Records) {
+  std::filesystem::path data = std::filesystem::path(TRACELANE_SOURCE_DIR) / "tests/data";
+  std::string original = read_file(data / "example_trace.json");
+  std::string old = read_file(data / "example_trace_compacted_format1.json");
+  ASSERT_FALSE(original.empty());
+  ASSERT_FALSE(old.empty());
+  EXPECT_EQ(restored(old), original);
 }
 
 TEST(Restore, RefusesAChangedByteOfTheRecord) {
