@@ -151,10 +151,10 @@ bool load_rules(Common& common) {
   }
 }
 
-// The exit status of a one-file command (compact, restore) that failed on `input`, after
-// printing why; called in a catch block. An output that appeared while we worked
-// (write_atomically's OutputRefused) is a usage error, as when the guard sees it first.
-int exit_status_of_failure(const fs::path& input) {
+// The exit status of a command that failed on `input`, after printing why; called in a
+// catch block. An output that appeared while we worked (write_atomically's OutputRefused)
+// is a usage error, as when the guard sees it first; any other failure is `failed`.
+int exit_status_of_failure(const fs::path& input, int failed = kExitFailed) {
   try {
     throw;
   } catch (const cli::OutputRefused& e) {
@@ -167,7 +167,7 @@ int exit_status_of_failure(const fs::path& input) {
   } catch (const std::exception& e) {
     cli::print_error(input.string() + ": " + e.what());
   }
-  return kExitFailed;
+  return failed;
 }
 
 int run_rules(int argc, char** argv) {
@@ -396,14 +396,9 @@ int run_merge(int argc, char** argv) {
     add_figures_json(summary, merged.figures);
     std::cout << summary.dump(2) << std::endl;
     return kExitOk;
-  } catch (const Error& e) {
-    cli::print_error(e.what());
-  } catch (const std::bad_alloc&) {
-    cli::print_error(input.string() + ": out of memory");
-  } catch (const std::exception& e) {
-    cli::print_error(input.string() + ": " + e.what());
+  } catch (...) {
+    return exit_status_of_failure(input, kExitUsage);  // the original exits 2 on any merge error; scripts rely on it
   }
-  return kExitUsage;  // the original exits 2 on any merge error; scripts rely on it
 }
 
 // `X_compacted.json.gz` -> `X_restored.json.gz` (`X_rank3_restored...` with --rank 3):

@@ -184,14 +184,22 @@ def test_sweep_redoes_outputs_made_another_way(ctx, d):
             checks.equal(result.returncode, 0, f"restore {out} after the sweeps ({e2e.describe(result)})")
 
 
-def test_refusals(ctx, d):
+def compact_alexnet(ctx, d):
+    """(trace, its compacted copy in d, the copy's bytes or None when compact failed)."""
     args, checks, shared = ctx
     trace = os.path.join(shared, "corpus", "single", "hta_cuda_sync_alexnet.json.gz")
     out = os.path.join(d, "alexnet_compacted.json")
     result = e2e.tracelane(args, "compact", trace, "-o", out)
     if not checks.equal(result.returncode, 0, f"compact {trace}: exit ({e2e.describe(result)})"):
+        return trace, out, None
+    return trace, out, e2e.read_bytes(out)
+
+
+def test_refusals(ctx, d):
+    args, checks, shared = ctx
+    trace, out, text = compact_alexnet(ctx, d)
+    if text is None:
         return
-    text = e2e.read_bytes(out)
     key = text.rindex(b'"tracelane_restore"')
     dur = text.index(b'"dur": ')
     flip = lambda data, at: data[:at] + (b"B" if data[at:at + 1] == b"A" else b"A") + data[at + 1:]  # noqa: E731
@@ -286,12 +294,9 @@ def test_crafted_records_stay_small(ctx, d):
     output's head a million times took 5.1 GB; one claiming 2 GiB decompressed zero-filled
     2 GiB before DEFLATE failed."""
     args, checks, shared = ctx
-    trace = os.path.join(shared, "corpus", "single", "hta_cuda_sync_alexnet.json.gz")
-    out = os.path.join(d, "alexnet_compacted.json")
-    result = e2e.tracelane(args, "compact", trace, "-o", out)
-    if not checks.equal(result.returncode, 0, f"compact {trace}: exit ({e2e.describe(result)})"):
+    trace, out, text = compact_alexnet(ctx, d)
+    if text is None:
         return
-    text = e2e.read_bytes(out)
     _, plain_peak = e2e.peak_rss_kib([args.tracelane, "restore", out, "-o", os.path.join(d, "good.json"), "--overwrite"])
 
     def million_heads(header, raw, head):
