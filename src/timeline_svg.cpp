@@ -10,7 +10,6 @@
 #include "tracelane/figures.hpp"
 
 namespace tracelane {
-namespace {
 
 // Text for XML: markup characters escaped; bytes that are not valid UTF-8, and control
 // characters XML 1.0 forbids, become U+FFFD, so that any name makes a well-formed document.
@@ -51,6 +50,9 @@ std::string xml_text(std::string_view text) {
   }
   return out;
 }
+
+namespace {
+
 
 std::string number(double value) {
   char buffer[32];

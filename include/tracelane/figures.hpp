@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tracelane/compact.hpp"
@@ -75,5 +76,9 @@ std::string busy_csv(const GpuFigures& figures, std::string (*text)(const std::s
 // The timeline as a standalone SVG document: one strip per rank and group, ranks stacked as
 // given, labels and a time axis; no scripts, no external references. `title` names the trace.
 std::string timeline_svg(const GpuFigures& figures, const std::string& title);
+
+// Text for XML or HTML: markup characters escaped; bytes that are not valid UTF-8, and
+// control characters XML 1.0 forbids, become U+FFFD, so any name makes a well-formed page.
+std::string xml_text(std::string_view text);
 
 }  // namespace tracelane

@@ -64,21 +64,6 @@ std::optional<double> finite_number(element value) {
   return number;
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // JSON text (JsonValue::dump(-1)'s) safe inside a <script> element: '<', '>' and '&' only
 // occur in strings there, where \u escapes mean the same characters. The spaces dump(-1)
 // writes after ',' and ':' outside strings are left out (a big sweep's data is MBs).
@@ -440,13 +425,13 @@ std::string report_html(std::string_view report_json, const std::string& source,
   page += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
           "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += "<title>tracelane report: " + html_escape(root) + "</title>\n<style>\n";
+  page += "<title>tracelane report: " + xml_text(root) + "</title>\n<style>\n";
   page += kReportPageStyle;
   page += "</style>\n</head>\n<body>\n";
   page += "<noscript><p>This page draws the sweep report with JavaScript, which is off. The same numbers are in "
           "tracelane_report.json and tracelane_report.csv beside it.</p></noscript>\n";
   page += "<div id=\"js-errors\" hidden></div>\n<main id=\"page\" data-state=\"loading\"><h1>tracelane report: " +
-          html_escape(root) + "</h1><p>Drawing&hellip;</p></main>\n";
+          xml_text(root) + "</h1><p>Drawing&hellip;</p></main>\n";
   page += "<script type=\"application/json\" id=\"tracelane-data\">";
   page += script_safe(data.dump(-1));
   page += "</script>\n<script>\n";

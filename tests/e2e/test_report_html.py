@@ -411,6 +411,18 @@ def test_corpus_sweep(ctx, work):
         save_screenshot(ctx, page, "the corpus sweep")
 
 
+def page_dom(ctx, report, stem, what):
+    """Writes `report` to STEM.json, draws it with report --html -o STEM.html and returns the
+    page's DOM in the browser, or None when report --html failed (a failed check)."""
+    source, page = stem + ".json", stem + ".html"
+    with open(source, "w", encoding="utf-8") as handle:
+        json.dump(report, handle)
+    result = ctx.tracelane("report", "--html", source, "-o", page)
+    if not ctx.checks.equal(result.returncode, 0, f"report --html of {what}: {e2e.describe(result)}"):
+        return None
+    return parse_dom(ctx.browser.dom(page)[0])
+
+
 def test_figures(ctx, work):
     """The report with the contract's figures: timelines with one strip per rank and group,
     busy and bubble fractions equal to the JSON's; a malformed figure is named, not drawn."""
@@ -419,13 +431,10 @@ def test_figures(ctx, work):
     ctx.tracelane("sweep", root, "--jobs", "2", "--quiet")
     report = report_figures.decorate(load(os.path.join(root, "tracelane_report.json")))
     decorated = os.path.join(root, "decorated.json")
-    with open(decorated, "w", encoding="utf-8") as handle:
-        json.dump(report, handle)
     page = os.path.join(root, "decorated.html")
-    result = ctx.tracelane("report", "--html", decorated, "-o", page)
-    if not checks.equal(result.returncode, 0, f"report --html: {e2e.describe(result)}"):
+    dom = page_dom(ctx, report, os.path.join(root, "decorated"), "the decorated report")
+    if dom is None:
         return
-    dom = parse_dom(ctx.browser.dom(page)[0])
     check_page(ctx, report, dom, "figures")
     pp = [s for s in dom.find("section", class_="iter") if s.attrs["data-dir"] == "pp4/profile_trace/iteration_0"]
     if checks.check(pp, "no section for the PP set"):
@@ -594,14 +603,9 @@ def test_report_links_stay_in_their_directory(ctx, work):
     files = [row for row in report["rows"] if row["kind"] == "file"]
     files[0]["output"] = "../../../../.ssh/id_rsa"
     files[1]["output"] = "sub/dir.json"
-    hostile = os.path.join(work, "hostile.json")
-    with open(hostile, "w", encoding="utf-8") as handle:
-        json.dump(report, handle)
-    page = os.path.join(work, "hostile.html")
-    result = ctx.tracelane("report", "--html", hostile, "-o", page)
-    if not checks.equal(result.returncode, 0, f"report --html of the edited report: {e2e.describe(result)}"):
+    dom = page_dom(ctx, report, os.path.join(work, "hostile"), "the edited report")
+    if dom is None:
         return
-    dom = parse_dom(ctx.browser.dom(page)[0])
     hrefs = [a.attrs["href"] for a in dom.find("a", href=True) if not a.attrs["href"].startswith("#")]
     checks.check(any(href.endswith("pp_traces_merged_compacted.json.gz") for href in hrefs),
                  f"the merge row of that directory keeps its link: {hrefs}")
