@@ -150,12 +150,17 @@ def test_corrupt_partial_reports_are_errors(ctx, work):
         checks.equal(table[-1]["status"], "failed", f"{what}: the CSV total's status")
 
     # A shard count of 100000000: refused when read, and no log of the missing shards.
-    huge = json.loads(json.dumps(good))
-    huge["shard"] = {"index": 0, "count": 100000000}
-    huge["runs"][0]["shard"] = "0/100000000"
-    huge_path = os.path.join(work, "tracelane_report.shard-0-of-100000000.json")
-    with open(huge_path, "w") as handle:
-        json.dump(huge, handle)
+    def as_shard(index, count):
+        """`good` claiming to be shard index/count, written under that shard's name."""
+        report = json.loads(json.dumps(good))
+        report["shard"] = {"index": index, "count": count}
+        report["runs"][0]["shard"] = f"{index}/{count}"
+        path = os.path.join(work, f"tracelane_report.shard-{index}-of-{count}.json")
+        with open(path, "w") as handle:
+            json.dump(report, handle)
+        return path
+
+    huge_path = as_shard(0, 100000000)
     started = time.monotonic()
     result = e2e.tracelane(ctx.args, "report", "--combine", huge_path, shard1, "--report-dir", os.path.join(work, "h"))
     checks.equal(result.returncode, 1, "0/100000000: exit status")
@@ -163,12 +168,7 @@ def test_corrupt_partial_reports_are_errors(ctx, work):
     checks.check(len(result.stderr) < 10000 and time.monotonic() - started < 10,
                  f"0/100000000: {len(result.stderr)} bytes of stderr in {time.monotonic() - started:.1f} s")
     # The largest count allowed: the missing shards are summarised, in the log and the report.
-    big = json.loads(json.dumps(good))
-    big["shard"] = {"index": 7, "count": 100000}
-    big["runs"][0]["shard"] = "7/100000"
-    big_path = os.path.join(work, "tracelane_report.shard-7-of-100000.json")
-    with open(big_path, "w") as handle:
-        json.dump(big, handle)
+    big_path = as_shard(7, 100000)
     result = e2e.tracelane(ctx.args, "report", "--combine", big_path, "--report-dir", os.path.join(work, "b"))
     checks.equal(result.returncode, 1, "7/100000: exit status")
     checks.check("missing shards: 0 1 2 3 4 5 6 8 9 10 ... and 99989 more (of 100000)" in result.stderr
