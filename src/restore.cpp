@@ -391,184 +391,220 @@ const Id& id_of(const Event& event, int field) {
   return field == kPid ? event.pid : field == kTid ? event.tid : field == kId ? event.id : event.stream;
 }
 
-// `text`: the output without restore data.
-std::string encode_record(std::string_view text, WrittenEvents written, uint64_t covered, size_t output_events,
-                          const RestoreSource& source) {
-  const Trace& trace = *source.trace;
-  std::string_view document = trace.document;
-  if (document.empty() && !trace.events.empty())
-    throw Error(trace.source + ": internal: no original document to make restore data from");
-  std::string_view output_head = written.begin == SIZE_MAX ? text : text.substr(0, written.begin);
-  std::string_view output_tail = written.begin == SIZE_MAX ? std::string_view() : text.substr(written.end);
+// One source trace's record: its original events walked in document order, each either
+// placed in the output (with the values the writer replaced) or removed (written as a near
+// copy of an original shortly before it), and the text between them.
+class RecordEncoder {
+ public:
+  // `text`: the output without restore data.
+  RecordEncoder(std::string_view text, WrittenEvents written, const RestoreSource& source)
+      : text_(text), written_(written), source_(source), document_(source.trace->document) {}
 
-  std::string header, placement, masks, values, dropped, gap_exceptions;
-  // Originals in document order, each with its place in the output.
-  size_t output_index = source.first_output_index, originals = 0, exceptions = 0, last_exception = 0;
-  int64_t previous_output = -1;
-  size_t first_begin = 0, previous_end = 0;
-  std::string_view default_gap;
-  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
-  std::array<int64_t, kFieldCount> last_integer{};
-  // The last kRemovedWindow originals (by original index modulo the window), tokenized
-  // when a removed event first needs them.
-  std::vector<std::string_view> recent(kRemovedWindow);
-  std::vector<std::vector<std::string_view>> recent_tokens(kRemovedWindow);
-  std::vector<size_t> tokenized(kRemovedWindow, SIZE_MAX);
-  std::vector<std::string_view> tokens;
-  std::vector<std::string_view> recent_tids;
-  for (const Event& event : trace.events) {
-    bool written_here = !event.dropped;
-    size_t here = output_index;
-    if (written_here) ++output_index;
-    if (event.byte_offset == UINT64_MAX) continue;  // made by tracelane: not in the original
-    if (event.raw.data() < document.data() || event.raw.data() + event.raw.size() > document.data() + document.size())
-      throw Error(trace.source + ": internal: event at byte " + std::to_string(event.byte_offset) +
-                  " lies outside the document");
-    size_t begin = size_t(event.raw.data() - document.data());
-    if (originals == 0) {
-      first_begin = begin;
+  std::string encode(uint64_t covered, size_t output_events) {
+    const Trace& trace = *source_.trace;
+    if (document_.empty() && !trace.events.empty())
+      throw Error(trace.source + ": internal: no original document to make restore data from");
+    size_t output_index = source_.first_output_index;
+    for (const Event& event : trace.events) {
+      size_t here = output_index;
+      if (!event.dropped) ++output_index;
+      if (event.byte_offset == UINT64_MAX) continue;  // made by tracelane: not in the original
+      add_place(event);
+      if (event.dropped) add_removed(event);
+      else add_written(event, here);
+      recent_[(originals_ - 1) % kRemovedWindow] = event.raw;
+    }
+    return pack(columns(covered, output_events));
+  }
+
+ private:
+  // Where an original lies in its document, and the text between it and the one before.
+  void add_place(const Event& event) {
+    const std::string& source = source_.trace->source;
+    if (event.raw.data() < document_.data() || event.raw.data() + event.raw.size() > document_.data() + document_.size())
+      throw Error(source + ": internal: event at byte " + std::to_string(event.byte_offset) + " lies outside the document");
+    size_t begin = size_t(event.raw.data() - document_.data());
+    if (originals_ == 0) {
+      first_begin_ = begin;
     } else {
-      if (begin < previous_end)
-        throw Error(trace.source + ": internal: event at byte " + std::to_string(begin) + " is out of document order");
-      std::string_view gap = document.substr(previous_end, begin - previous_end);
-      if (originals == 1) default_gap = gap;
-      if (gap != default_gap) {
-        put_varint(gap_exceptions, originals - last_exception);
-        put_text(gap_exceptions, gap);
-        last_exception = originals;
-        ++exceptions;
+      if (begin < previous_end_)
+        throw Error(source + ": internal: event at byte " + std::to_string(begin) + " is out of document order");
+      std::string_view gap = document_.substr(previous_end_, begin - previous_end_);
+      if (originals_ == 1) default_gap_ = gap;
+      if (gap != default_gap_) {
+        put_varint(gap_exceptions_, originals_ - last_exception_);
+        put_text(gap_exceptions_, gap);
+        last_exception_ = originals_;
+        ++exceptions_;
       }
     }
-    previous_end = begin + event.raw.size();
-    ++originals;
-    if (!written_here) {
-      put_varint(placement, 0);
-      size_t k = originals - 1, best_back = 0, best_cost = event.raw.size();
-      tokenize(event.raw, tokens);
-      for (size_t back = 1; back <= kRemovedWindow && back <= k; ++back) {
-        size_t slot = (k - back) % kRemovedWindow;
-        if (tokenized[slot] != k - back) {
-          tokenize(recent[slot], recent_tokens[slot]);
-          tokenized[slot] = k - back;
-        }
-        size_t cost = removed_cost(recent_tokens[slot], tokens);
-        if (cost != SIZE_MAX && cost + varint_size(back) < best_cost) best_back = back, best_cost = cost + varint_size(back);
+    previous_end_ = begin + event.raw.size();
+    ++originals_;
+  }
+
+  // A removed original: a copy of the one among the last kRemovedWindow it costs least to
+  // write against, else its text.
+  void add_removed(const Event& event) {
+    put_varint(placement_, 0);
+    size_t k = originals_ - 1, best_back = 0, best_cost = event.raw.size();
+    tokenize(event.raw, tokens_);
+    for (size_t back = 1; back <= kRemovedWindow && back <= k; ++back) {
+      size_t slot = (k - back) % kRemovedWindow;
+      if (tokenized_[slot] != k - back) {
+        tokenize(recent_[slot], recent_tokens_[slot]);
+        tokenized_[slot] = k - back;
       }
-      put_varint(dropped, best_back);
-      if (best_back) put_removed(dropped, recent_tokens[(k - best_back) % kRemovedWindow], tokens);
-      else put_text(dropped, event.raw);
-      recent[k % kRemovedWindow] = event.raw;
-      continue;
+      size_t cost = removed_cost(recent_tokens_[slot], tokens_);
+      if (cost != SIZE_MAX && cost + varint_size(back) < best_cost) best_back = back, best_cost = cost + varint_size(back);
     }
-    recent[(originals - 1) % kRemovedWindow] = event.raw;
-    put_varint(placement, zigzag(int64_t(here) - (previous_output + 1)) + 1);
-    previous_output = int64_t(here);
-    // The values the writer replaced (append_event's rule).
+    put_varint(dropped_, best_back);
+    if (best_back) put_removed(dropped_, recent_tokens_[(k - best_back) % kRemovedWindow], tokens_);
+    else put_text(dropped_, event.raw);
+  }
+
+  // A written original: its place in the output and the values the writer replaced
+  // (append_event's rule).
+  void add_written(const Event& event, size_t here) {
+    put_varint(placement_, zigzag(int64_t(here) - (previous_output_ + 1)) + 1);
+    previous_output_ = int64_t(here);
     bool prefix = event.name_prefixed && event.spans[kArgName].length;
     uint8_t mask = uint8_t(event.changed | (prefix ? 1u << kArgName : 0u));
-    masks.push_back(char(mask));
-    for (int f = 0; f < kFieldCount; ++f) {
-      if (!((mask >> f) & 1)) continue;
-      std::string_view original = event.value_text(Field(f));
-      if (f == kArgName) {
-        values.push_back(char(kUnprefixed));
-        continue;
-      }
-      if (f == kTs && event.ts.numeric && ns_as_us(event.new_ts - source.offset_ns) == original) {
-        values.push_back(char(kShifted));
-        continue;
-      }
-      if ((f == kTs && event.ts.numeric) || (f == kDur && event.dur.numeric)) {
-        int64_t mantissa = 0;
-        int decimals = 0;
-        if (as_decimal(original, mantissa, decimals) && decimals <= 3 && decimal_text(mantissa, decimals) == original) {
-          int64_t ns = mantissa * kPowersOfTen[3 - decimals];
-          int64_t now = f == kTs ? event.new_ts - source.offset_ns : event.new_dur;
-          values.push_back(char(kNearTime));
-          values.push_back(char(decimals));
-          put_varint(values, zigzag(int64_t(uint64_t(ns) - uint64_t(now))));
-          continue;
-        }
-      }
-      if (f == kStream && original == event.value_text(kTid) && event.spans[kTid].length) {
-        values.push_back(char(kAsTid));
-        continue;
-      }
-      if (f == kPid || f == kTid || f == kId || f == kStream) {
-        int64_t now = f == kPid ? event.new_pid : f == kId ? event.new_id : event.new_tid;
-        auto [it, inserted] = last_text[f].try_emplace(now, original);
-        if (!inserted && it->second == original) {
-          values.push_back(char(kPrevious));
-          if (f == kTid) remember_tid(recent_tids, original);
-          continue;
-        }
-        it->second = original;
-      }
-      if (f == kTid) {
-        size_t at = size_t(std::find(recent_tids.begin(), recent_tids.end(), original) - recent_tids.begin());
-        bool found = at < recent_tids.size();
-        remember_tid(recent_tids, original);
-        if (found) {
-          values.push_back(char(kRecentTid));
-          put_varint(values, at);
-          continue;
-        }
-      }
-      // Flow ids count up, tids and pids repeat: a plain integer as a difference.
-      int64_t value = 0;
-      if (parse_json_int(original, value) && std::to_string(value) == original) {
-        values.push_back(char(kNear));
-        put_varint(values, zigzag(int64_t(uint64_t(value) - uint64_t(last_integer[f]))));
-        last_integer[f] = value;
-        continue;
-      }
-      values.push_back(char(kLiteral));
-      put_text(values, original);
-    }
+    masks_.push_back(char(mask));
+    for (int f = 0; f < kFieldCount; ++f)
+      if ((mask >> f) & 1) add_value(event, f, event.value_text(Field(f)));
   }
-  std::string_view head = originals ? document.substr(0, first_begin) : document;
-  std::string_view tail = originals ? document.substr(previous_end) : std::string_view();
 
-  std::string raw;
-  put_varint(raw, kFormatVersion);
-  put_varint(raw, document.size());
-  put_fixed(raw, libdeflate_crc32(0, document.data(), document.size()), 4);
-  put_fixed(raw, xxhash64(document), 8);
-  put_fixed(raw, covered, 8);
-  put_varint(raw, zigzag(source.global_rank));
-  put_text(raw, source.name_prefix);
-  put_varint(raw, zigzag(source.offset_ns));
-  put_varint(raw, output_events);
-  put_diff(raw, head, output_head);
-  put_diff(raw, tail, output_tail);
-  put_varint(raw, originals);
-  put_text(raw, default_gap);
-  put_varint(raw, exceptions);
-  raw += gap_exceptions;
-  raw += placement;
-  raw += masks;
-  put_text(raw, values);  // read beside the removed texts, which follow
-  raw += dropped;
-  if (document.size() > plausible_original_bytes(text.size(), raw.size()))
-    throw Error(trace.source + ": the original is " + std::to_string(document.size()) + " bytes for an output of " +
-                std::to_string(text.size()) +
-                ", more than restore accepts (only whitespace between events can do that); compact it with "
-                "--no-restore-data");
+  // The original text of one replaced value, as the cheapest code that predicts it.
+  void add_value(const Event& event, int f, std::string_view original) {
+    if (f == kArgName) {
+      values_.push_back(char(kUnprefixed));
+      return;
+    }
+    if (f == kTs && event.ts.numeric && ns_as_us(event.new_ts - source_.offset_ns) == original) {
+      values_.push_back(char(kShifted));
+      return;
+    }
+    if ((f == kTs && event.ts.numeric) || (f == kDur && event.dur.numeric)) {
+      int64_t mantissa = 0;
+      int decimals = 0;
+      if (as_decimal(original, mantissa, decimals) && decimals <= 3 && decimal_text(mantissa, decimals) == original) {
+        int64_t ns = mantissa * kPowersOfTen[3 - decimals];
+        int64_t now = f == kTs ? event.new_ts - source_.offset_ns : event.new_dur;
+        values_.push_back(char(kNearTime));
+        values_.push_back(char(decimals));
+        put_varint(values_, zigzag(int64_t(uint64_t(ns) - uint64_t(now))));
+        return;
+      }
+    }
+    if (f == kStream && original == event.value_text(kTid) && event.spans[kTid].length) {
+      values_.push_back(char(kAsTid));
+      return;
+    }
+    if (f == kPid || f == kTid || f == kId || f == kStream) {
+      int64_t now = f == kPid ? event.new_pid : f == kId ? event.new_id : event.new_tid;
+      auto [it, inserted] = last_text_[f].try_emplace(now, original);
+      if (!inserted && it->second == original) {
+        values_.push_back(char(kPrevious));
+        if (f == kTid) remember_tid(recent_tids_, original);
+        return;
+      }
+      it->second = original;
+    }
+    if (f == kTid) {
+      size_t at = size_t(std::find(recent_tids_.begin(), recent_tids_.end(), original) - recent_tids_.begin());
+      bool found = at < recent_tids_.size();
+      remember_tid(recent_tids_, original);
+      if (found) {
+        values_.push_back(char(kRecentTid));
+        put_varint(values_, at);
+        return;
+      }
+    }
+    // Flow ids count up, tids and pids repeat: a plain integer as a difference.
+    int64_t value = 0;
+    if (parse_json_int(original, value) && std::to_string(value) == original) {
+      values_.push_back(char(kNear));
+      put_varint(values_, zigzag(int64_t(uint64_t(value) - uint64_t(last_integer_[f]))));
+      last_integer_[f] = value;
+      return;
+    }
+    values_.push_back(char(kLiteral));
+    put_text(values_, original);
+  }
 
-  std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(
-      libdeflate_alloc_compressor(raw.size() < (size_t(1) << 20) ? kDeflateLevel : 9), libdeflate_free_compressor);
-  if (!compressor) throw std::bad_alloc();
-  std::string packed(libdeflate_deflate_compress_bound(compressor.get(), raw.size()), '\0');
-  size_t packed_size =
-      libdeflate_deflate_compress(compressor.get(), raw.data(), raw.size(), packed.data(), packed.size());
-  if (packed_size == 0) throw Error(trace.source + ": internal: restore data did not compress");
-  packed.resize(packed_size);
-  std::string record(kMagic, 4);
-  put_fixed(record, raw.size(), 8);
-  put_fixed(record, libdeflate_crc32(0, raw.data(), raw.size()), 4);
-  record += packed;
-  return record;
-}
+  // The record before DEFLATE: header, head and tail diffs, then the columns.
+  std::string columns(uint64_t covered, size_t output_events) const {
+    std::string_view output_head = written_.begin == SIZE_MAX ? text_ : text_.substr(0, written_.begin);
+    std::string_view output_tail = written_.begin == SIZE_MAX ? std::string_view() : text_.substr(written_.end);
+    std::string_view head = originals_ ? document_.substr(0, first_begin_) : document_;
+    std::string_view tail = originals_ ? document_.substr(previous_end_) : std::string_view();
+    std::string raw;
+    put_varint(raw, kFormatVersion);
+    put_varint(raw, document_.size());
+    put_fixed(raw, libdeflate_crc32(0, document_.data(), document_.size()), 4);
+    put_fixed(raw, xxhash64(document_), 8);
+    put_fixed(raw, covered, 8);
+    put_varint(raw, zigzag(source_.global_rank));
+    put_text(raw, source_.name_prefix);
+    put_varint(raw, zigzag(source_.offset_ns));
+    put_varint(raw, output_events);
+    put_diff(raw, head, output_head);
+    put_diff(raw, tail, output_tail);
+    put_varint(raw, originals_);
+    put_text(raw, default_gap_);
+    put_varint(raw, exceptions_);
+    raw += gap_exceptions_;
+    raw += placement_;
+    raw += masks_;
+    put_text(raw, values_);  // read beside the removed texts, which follow
+    raw += dropped_;
+    if (document_.size() > plausible_original_bytes(text_.size(), raw.size()))
+      throw Error(source_.trace->source + ": the original is " + std::to_string(document_.size()) +
+                  " bytes for an output of " + std::to_string(text_.size()) +
+                  ", more than restore accepts (only whitespace between events can do that); compact it with "
+                  "--no-restore-data");
+    return raw;
+  }
+
+  // Magic, the raw length and CRC-32, then the DEFLATE'd columns.
+  std::string pack(const std::string& raw) const {
+    std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> compressor(
+        libdeflate_alloc_compressor(raw.size() < (size_t(1) << 20) ? kDeflateLevel : 9), libdeflate_free_compressor);
+    if (!compressor) throw std::bad_alloc();
+    std::string packed(libdeflate_deflate_compress_bound(compressor.get(), raw.size()), '\0');
+    size_t packed_size =
+        libdeflate_deflate_compress(compressor.get(), raw.data(), raw.size(), packed.data(), packed.size());
+    if (packed_size == 0) throw Error(source_.trace->source + ": internal: restore data did not compress");
+    packed.resize(packed_size);
+    std::string record(kMagic, 4);
+    put_fixed(record, raw.size(), 8);
+    put_fixed(record, libdeflate_crc32(0, raw.data(), raw.size()), 4);
+    record += packed;
+    return record;
+  }
+
+  std::string_view text_;
+  WrittenEvents written_;
+  const RestoreSource& source_;
+  std::string_view document_;
+  // The columns, in the order the record holds them.
+  std::string gap_exceptions_, placement_, masks_, values_, dropped_;
+  size_t originals_ = 0, exceptions_ = 0, last_exception_ = 0;
+  size_t first_begin_ = 0, previous_end_ = 0;
+  int64_t previous_output_ = -1;
+  std::string_view default_gap_;
+  // What values are predicted from: per field, the text last seen for an output integer,
+  // the last plain integer, and the last distinct tids.
+  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text_;
+  std::array<int64_t, kFieldCount> last_integer_{};
+  std::vector<std::string_view> recent_tids_;
+  // The last kRemovedWindow originals (by original index modulo the window), tokenized
+  // when a removed event first needs them.
+  std::vector<std::string_view> recent_ = std::vector<std::string_view>(kRemovedWindow);
+  std::vector<std::vector<std::string_view>> recent_tokens_ = std::vector<std::vector<std::string_view>>(kRemovedWindow);
+  std::vector<size_t> tokenized_ = std::vector<size_t>(kRemovedWindow, SIZE_MAX);
+  std::vector<std::string_view> tokens_;
+};
 
 // The restore data of an output: the member `, "tracelane_restore": [...]` that
 // append_restore_data inserted, and the records in it.
@@ -745,7 +781,7 @@ void append_restore_data(std::string& text, WrittenEvents events, const std::vec
   for (size_t k = 0; k < sources.size(); ++k) {
     if (k) member += ", ";
     member.push_back('"');
-    append_base64(member, encode_record(text, events, covered, events.count, sources[k]));
+    append_base64(member, RecordEncoder(text, events, sources[k]).encode(covered, events.count));
     member.push_back('"');
   }
   member += "]";
@@ -766,6 +802,211 @@ std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, 
   return infos;
 }
 
+namespace {
+
+// Rebuilds one original from its record and the parsed output, the encoder's walk in
+// reverse: the head, then each original (removed: from its copy or text; written: the
+// output event with its replaced values put back), the gaps between them, the tail.
+class Rebuilder {
+ public:
+  Rebuilder(const Trace& output, const RecordHeader& header, Reader& in, std::string_view raw_record)
+      : output_(output), h_(header), in_(in), raw_bytes_(raw_record.size()) {}
+
+  std::string rebuild() {
+    read_layout();
+    Reader values(in_.text(), in_.where());
+    size_t next_mask = 0, next_gap = 0;
+    for (uint64_t k = 0; k < originals_; ++k) {
+      if (k > 0) {
+        bool exception = next_gap < gaps_.size() && gaps_[next_gap].first == k;
+        original_ += exception ? gaps_[next_gap++].second : default_gap_;
+      }
+      // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
+      if (original_.size() > h_.original_bytes) in_.fail("the rebuilt text outgrows the original's length");
+      size_t begin = original_.size();
+      if (placed_[k] < 0) rebuild_removed(k);
+      else rebuild_written(size_t(placed_[k]), masks_[next_mask++], values);
+      recent_[k % kRemovedWindow] = {begin, original_.size()};
+    }
+    original_ += tail_;
+    if (!in_.done() || !values.done()) in_.fail("bytes left over");
+    return std::move(original_);
+  }
+
+ private:
+  // Head and tail, the gaps, where each original went in the output, and the masks.
+  void read_layout() {
+    std::string_view text = output_.document;
+    size_t events_begin = SIZE_MAX, events_end = SIZE_MAX;
+    if (!output_.events.empty()) {
+      events_begin = size_t(output_.events.front().raw.data() - text.data());
+      events_end = size_t(output_.events.back().raw.data() + output_.events.back().raw.size() - text.data());
+    }
+    std::string_view output_head = events_begin == SIZE_MAX ? text : text.substr(0, events_begin);
+    std::string_view output_tail = events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end);
+    if (h_.original_bytes > kMaxRecordBytes * 64 || h_.original_bytes > plausible_original_bytes(text.size(), raw_bytes_))
+      in_.fail("the original's length (" + std::to_string(h_.original_bytes) +
+               " bytes) is implausible for an output of " + std::to_string(text.size()) + " bytes");
+    original_.reserve(h_.original_bytes);
+    apply_diff(original_, in_, output_head, h_.original_bytes);
+    apply_diff(tail_, in_, output_tail, h_.original_bytes);
+    originals_ = in_.varint();
+    default_gap_ = in_.text();
+    uint64_t exceptions = in_.varint();
+    uint64_t at = 0;
+    for (uint64_t k = 0; k < exceptions; ++k) {
+      at += in_.varint();
+      gaps_.emplace_back(at, in_.text());
+    }
+    if (originals_ > h_.original_bytes) in_.fail("more events than the original has bytes");
+    placed_.reserve(originals_);
+    int64_t previous = -1;
+    for (uint64_t k = 0; k < originals_; ++k) {
+      uint64_t v = in_.varint();
+      if (v == 0) {
+        placed_.push_back(-1);
+        continue;
+      }
+      previous = int64_t(uint64_t(previous) + 1 + uint64_t(unzigzag(v - 1)));  // wraps, then is range-checked
+      if (previous < 0 || uint64_t(previous) >= output_.events.size()) in_.fail("an event is placed outside the output");
+      placed_.push_back(previous);
+    }
+    for (int64_t p : placed_)
+      if (p >= 0) masks_.push_back(in_.byte());
+  }
+
+  // Removed by compaction: its text, or a copy of an original before it.
+  void rebuild_removed(uint64_t k) {
+    uint64_t back = h_.version == 1 ? 0 : in_.varint();
+    if (back == 0) {
+      original_ += in_.text();
+      return;
+    }
+    if (back > kRemovedWindow || back > k) in_.fail("a removed event refers to one outside its window");
+    auto [from, to] = recent_[(k - back) % kRemovedWindow];
+    apply_removed(original_, in_, std::string_view(original_).substr(from, to - from));
+  }
+
+  // Output event `placed`, with the original text of each value its mask says was replaced,
+  // put back in byte order.
+  void rebuild_written(size_t placed, uint8_t mask, Reader& values) {
+    const Event& event = output_.events[placed];
+    if (!mask) {
+      original_ += event.raw;
+      return;
+    }
+    std::array<std::string_view, kFieldCount> replaced;
+    std::string shifted;
+    for (int f = 0; f < kFieldCount; ++f) {
+      if (!((mask >> f) & 1)) continue;
+      if (!event.spans[f].length) in_.fail("a replaced value is missing from output event #" + std::to_string(placed));
+      uint8_t code = values.byte();
+      replaced[f] = decode_value(event, f, code, mask, replaced, shifted, values);
+      if (f == kTid) remember_tid(recent_tids_, replaced[f]);
+      if ((f == kPid || f == kTid || f == kId || f == kStream) && code != kAsTid && code != kPrevious) {
+        const Id& id = id_of(event, f);
+        if (id.is_int()) last_text_[f][id.value] = replaced[f];
+      }
+    }
+    std::array<int, kFieldCount> order;
+    int n = 0;
+    for (int f = 0; f < kFieldCount; ++f)
+      if ((mask >> f) & 1) order[n++] = f;
+    std::sort(order.begin(), order.begin() + n,
+              [&](int a, int b) { return event.spans[a].offset < event.spans[b].offset; });
+    uint32_t pos = 0;
+    for (int j = 0; j < n; ++j) {
+      int f = order[j];
+      const Span& span = event.spans[f];
+      if (span.offset < pos) in_.fail("replaced values overlap in output event #" + std::to_string(placed));
+      original_.append(event.raw.substr(pos, span.offset - pos));
+      if (f == kArgName) {
+        std::string_view now = event.value_text(kArgName);
+        original_.push_back('"');
+        original_.append(now.substr(1 + h_.name_prefix.size()));
+      } else {
+        original_.append(replaced[f]);
+      }
+      pos = span.offset + span.length;
+    }
+    original_.append(event.raw.substr(pos));
+  }
+
+  // The original text of field `f` (the encoder's add_value in reverse). `shifted` holds a
+  // text made here for this event; kNear and kNearTime texts live in integers_.
+  std::string_view decode_value(const Event& event, int f, uint8_t code, uint8_t mask,
+                                const std::array<std::string_view, kFieldCount>& replaced, std::string& shifted,
+                                Reader& values) {
+    std::string_view now = event.value_text(Field(f));
+    switch (code) {
+      case kLiteral: return values.text();
+      case kPrevious: {
+        const Id& id = id_of(event, f);
+        auto it = id.is_int() && f != kTs && f != kDur && f != kArgName ? last_text_[f].find(id.value)
+                                                                        : last_text_[f].end();
+        if (it == last_text_[f].end()) values.fail("a value refers to one not seen before");
+        return it->second;
+      }
+      case kAsTid:
+        if (f != kStream) values.fail("a value code does not fit its field");
+        return (mask >> kTid) & 1 ? replaced[kTid] : event.value_text(kTid);
+      case kShifted: {
+        if (f != kTs || !event.ts.numeric) values.fail("a value code does not fit its field");
+        Ns unshifted;
+        if (__builtin_sub_overflow(event.ts.ns, h_.offset_ns, &unshifted)) values.fail("a clock offset overflows");
+        shifted = ns_as_us(unshifted);
+        return shifted;
+      }
+      case kUnprefixed:
+        if (f != kArgName || now.size() < 1 + h_.name_prefix.size() ||
+            now.substr(1, h_.name_prefix.size()) != h_.name_prefix)
+          values.fail("a name lacks the rank prefix");
+        return {};  // put back from the output's text (rebuild_written)
+      case kNearTime: {
+        if ((f != kTs || !event.ts.numeric) && (f != kDur || !event.dur.numeric))
+          values.fail("a value code does not fit its field");
+        uint8_t decimals = values.byte();
+        if (decimals > 3) values.fail("a time has more than 3 decimals");
+        int64_t time = event.dur.ns;
+        if (f == kTs && __builtin_sub_overflow(event.ts.ns, h_.offset_ns, &time)) values.fail("a clock offset overflows");
+        int64_t ns = int64_t(uint64_t(time) + uint64_t(unzigzag(values.varint())));  // wraps, then is range-checked
+        int64_t unit = kPowersOfTen[3 - decimals];
+        if (ns < 0 || ns % unit || ns / unit > kMaxDecimal) values.fail("a time is out of range");
+        return integers_.emplace_back(decimal_text(ns / unit, decimals));
+      }
+      case kRecentTid: {
+        if (f != kTid) values.fail("a value code does not fit its field");
+        uint64_t at = values.varint();
+        if (at >= recent_tids_.size()) values.fail("a tid refers to one not seen before");
+        return recent_tids_[size_t(at)];
+      }
+      case kNear:
+        last_integer_[f] = int64_t(uint64_t(last_integer_[f]) + uint64_t(unzigzag(values.varint())));
+        return integers_.emplace_back(std::to_string(last_integer_[f]));
+      default: values.fail("unknown value code " + std::to_string(code));
+    }
+  }
+
+  const Trace& output_;
+  const RecordHeader& h_;
+  Reader& in_;
+  size_t raw_bytes_;
+  std::string original_, tail_;
+  uint64_t originals_ = 0;
+  std::string_view default_gap_;
+  std::vector<std::pair<uint64_t, std::string_view>> gaps_;  // (original index, its gap)
+  std::vector<int64_t> placed_;  // per original: output index, or -1 when removed
+  std::vector<uint8_t> masks_;   // per written original
+  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text_;
+  std::array<int64_t, kFieldCount> last_integer_{};
+  std::vector<std::string_view> recent_tids_;
+  std::deque<std::string> integers_;  // texts of kNear and kNearTime values (stable addresses)
+  // Where the last kRemovedWindow originals lie in original_ (a removed event's references).
+  std::vector<std::pair<size_t, size_t>> recent_ = std::vector<std::pair<size_t, size_t>>(kRemovedWindow);
+};
+
+}  // namespace
+
 std::string restore_original(std::string compacted, const std::string& source, size_t record) {
   RestoreKey key;
   if (!find_restore_key(compacted, source, key))
@@ -783,180 +1024,10 @@ std::string restore_original(std::string compacted, const std::string& source, s
     throw Error(source + ": the compacted trace was changed after it was written (its checksum differs from the "
                 "one in the restore data): events or top-level keys were edited, or bytes are damaged");
   Trace output = parse_trace(std::move(compacted), source);
-  std::string_view text = output.document;
   if (output.events.size() != h.output_events)
     throw Error(where + " is for an output of " + std::to_string(h.output_events) + " events, this one has " +
                 std::to_string(output.events.size()));
-  size_t events_begin = SIZE_MAX, events_end = SIZE_MAX;
-  if (!output.events.empty()) {
-    events_begin = size_t(output.events.front().raw.data() - text.data());
-    events_end = size_t(output.events.back().raw.data() + output.events.back().raw.size() - text.data());
-  }
-  std::string_view output_head = events_begin == SIZE_MAX ? text : text.substr(0, events_begin);
-  std::string_view output_tail = events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end);
-
-  if (h.original_bytes > kMaxRecordBytes * 64 || h.original_bytes > plausible_original_bytes(text.size(), raw.size()))
-    in.fail("the original's length (" + std::to_string(h.original_bytes) + " bytes) is implausible for an output of " +
-            std::to_string(text.size()) + " bytes");
-  std::string original;
-  original.reserve(h.original_bytes);
-  apply_diff(original, in, output_head, h.original_bytes);
-  std::string tail;
-  apply_diff(tail, in, output_tail, h.original_bytes);
-  uint64_t originals = in.varint();
-  std::string_view default_gap = in.text();
-  uint64_t exceptions = in.varint();
-  std::vector<std::pair<uint64_t, std::string_view>> gaps;
-  uint64_t at = 0;
-  for (uint64_t k = 0; k < exceptions; ++k) {
-    at += in.varint();
-    gaps.emplace_back(at, in.text());
-  }
-  std::vector<int64_t> placed;  // per original: output index, or -1 when removed
-  if (originals > h.original_bytes) in.fail("more events than the original has bytes");
-  placed.reserve(originals);
-  int64_t previous = -1;
-  for (uint64_t k = 0; k < originals; ++k) {
-    uint64_t v = in.varint();
-    if (v == 0) {
-      placed.push_back(-1);
-      continue;
-    }
-    previous = int64_t(uint64_t(previous) + 1 + uint64_t(unzigzag(v - 1)));  // wraps, then is range-checked
-    if (previous < 0 || uint64_t(previous) >= output.events.size()) in.fail("an event is placed outside the output");
-    placed.push_back(previous);
-  }
-  std::vector<uint8_t> masks;
-  for (int64_t p : placed)
-    if (p >= 0) masks.push_back(in.byte());
-
-  Reader values(in.text(), where);
-  std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text;
-  std::array<int64_t, kFieldCount> last_integer{};
-  std::vector<std::string_view> recent_tids;
-  std::deque<std::string> integers;  // texts of kNear and kNearTime values (stable addresses)
-  size_t next_mask = 0, next_gap = 0;
-  // Where the last kRemovedWindow originals lie in `original` (a removed event's references).
-  std::vector<std::pair<size_t, size_t>> recent(kRemovedWindow);
-  for (uint64_t k = 0; k < originals; ++k) {
-    if (k > 0) {
-      bool exception = next_gap < gaps.size() && gaps[next_gap].first == k;
-      original += exception ? gaps[next_gap++].second : default_gap;
-    }
-    // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
-    if (original.size() > h.original_bytes) in.fail("the rebuilt text outgrows the original's length");
-    size_t begin = original.size();
-    if (placed[k] < 0) {  // removed by compaction: its text, or a copy of an original before it
-      uint64_t back = h.version == 1 ? 0 : in.varint();
-      if (back == 0) {
-        original += in.text();
-      } else {
-        if (back > kRemovedWindow || back > k) in.fail("a removed event refers to one outside its window");
-        auto [from, to] = recent[(k - back) % kRemovedWindow];
-        apply_removed(original, in, std::string_view(original).substr(from, to - from));
-      }
-      recent[k % kRemovedWindow] = {begin, original.size()};
-      continue;
-    }
-    const Event& event = output.events[size_t(placed[k])];
-    uint8_t mask = masks[next_mask++];
-    if (!mask) {
-      original += event.raw;
-      recent[k % kRemovedWindow] = {begin, original.size()};
-      continue;
-    }
-    std::array<std::string_view, kFieldCount> replaced;
-    std::string shifted;
-    for (int f = 0; f < kFieldCount; ++f) {
-      if (!((mask >> f) & 1)) continue;
-      if (!event.spans[f].length) in.fail("a replaced value is missing from output event #" + std::to_string(placed[k]));
-      std::string_view now = event.value_text(Field(f));
-      uint8_t code = values.byte();
-      switch (code) {
-        case kLiteral: replaced[f] = values.text(); break;
-        case kPrevious: {
-          const Id& id = id_of(event, f);
-          auto it = id.is_int() && f != kTs && f != kDur && f != kArgName ? last_text[f].find(id.value)
-                                                                          : last_text[f].end();
-          if (it == last_text[f].end()) values.fail("a value refers to one not seen before");
-          replaced[f] = it->second;
-          break;
-        }
-        case kAsTid:
-          if (f != kStream) values.fail("a value code does not fit its field");
-          replaced[f] = (mask >> kTid) & 1 ? replaced[kTid] : event.value_text(kTid);
-          break;
-        case kShifted:
-          if (f != kTs || !event.ts.numeric) values.fail("a value code does not fit its field");
-          Ns unshifted;
-          if (__builtin_sub_overflow(event.ts.ns, h.offset_ns, &unshifted)) values.fail("a clock offset overflows");
-          shifted = ns_as_us(unshifted);
-          replaced[f] = shifted;
-          break;
-        case kUnprefixed:
-          if (f != kArgName || now.size() < 1 + h.name_prefix.size() ||
-              now.substr(1, h.name_prefix.size()) != h.name_prefix)
-            values.fail("a name lacks the rank prefix");
-          break;
-        case kNearTime: {
-          if ((f != kTs || !event.ts.numeric) && (f != kDur || !event.dur.numeric))
-            values.fail("a value code does not fit its field");
-          uint8_t decimals = values.byte();
-          if (decimals > 3) values.fail("a time has more than 3 decimals");
-          int64_t now = event.dur.ns;
-          if (f == kTs && __builtin_sub_overflow(event.ts.ns, h.offset_ns, &now)) values.fail("a clock offset overflows");
-          int64_t ns = int64_t(uint64_t(now) + uint64_t(unzigzag(values.varint())));  // wraps, then is range-checked
-          int64_t unit = kPowersOfTen[3 - decimals];
-          if (ns < 0 || ns % unit || ns / unit > kMaxDecimal) values.fail("a time is out of range");
-          replaced[f] = integers.emplace_back(decimal_text(ns / unit, decimals));
-          break;
-        }
-        case kRecentTid: {
-          if (f != kTid) values.fail("a value code does not fit its field");
-          uint64_t at = values.varint();
-          if (at >= recent_tids.size()) values.fail("a tid refers to one not seen before");
-          replaced[f] = recent_tids[size_t(at)];
-          break;
-        }
-        case kNear:
-          last_integer[f] = int64_t(uint64_t(last_integer[f]) + uint64_t(unzigzag(values.varint())));
-          replaced[f] = integers.emplace_back(std::to_string(last_integer[f]));
-          break;
-        default: values.fail("unknown value code " + std::to_string(code));
-      }
-      if (f == kTid) remember_tid(recent_tids, replaced[f]);
-      if ((f == kPid || f == kTid || f == kId || f == kStream) && code != kAsTid && code != kPrevious) {
-        const Id& id = id_of(event, f);
-        if (id.is_int()) last_text[f][id.value] = replaced[f];
-      }
-    }
-    // Put the original values back in byte order.
-    std::array<int, kFieldCount> order;
-    int n = 0;
-    for (int f = 0; f < kFieldCount; ++f)
-      if ((mask >> f) & 1) order[n++] = f;
-    std::sort(order.begin(), order.begin() + n,
-              [&](int a, int b) { return event.spans[a].offset < event.spans[b].offset; });
-    uint32_t pos = 0;
-    for (int j = 0; j < n; ++j) {
-      int f = order[j];
-      const Span& span = event.spans[f];
-      if (span.offset < pos) in.fail("replaced values overlap in output event #" + std::to_string(placed[k]));
-      original.append(event.raw.substr(pos, span.offset - pos));
-      if (f == kArgName) {
-        std::string_view now = event.value_text(kArgName);
-        original.push_back('"');
-        original.append(now.substr(1 + h.name_prefix.size()));
-      } else {
-        original.append(replaced[f]);
-      }
-      pos = span.offset + span.length;
-    }
-    original.append(event.raw.substr(pos));
-    recent[k % kRemovedWindow] = {begin, original.size()};
-  }
-  original += tail;
-  if (!in.done() || !values.done()) in.fail("bytes left over");
+  std::string original = Rebuilder(output, h, in, raw).rebuild();
   if (original.size() != h.original_bytes || libdeflate_crc32(0, original.data(), original.size()) != h.crc ||
       xxhash64(original) != h.hash)
     throw Error(where + " does not rebuild the original (its length or checksums differ): the restore data or the "
