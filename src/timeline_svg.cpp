@@ -106,20 +106,11 @@ double tick_step(double span) {
   return 10 * power;
 }
 
-}  // namespace
-
-std::string timeline_svg(const GpuFigures& figures, const std::string& title) {
-  const Timeline& timeline = figures.timeline;
-  const int bins = timeline.bins > 0 ? timeline.bins : 1;
-  // Layout in pixels.
-  const double width = 1100, left = 200, right = 70, plot = width - left - right;
-  const double strip_height = 16, strip_gap = 3, header_height = 22, block_gap = 10;
-  const double title_height = 58, axis_height = 40;
-
-  // Ranks as blocks of consecutive strips (a file has one block).
-  struct Block {
-    size_t first = 0, count = 0;
-  };
+// Ranks as blocks of consecutive strips (a file has one block).
+struct Block {
+  size_t first = 0, count = 0;
+};
+std::vector<Block> blocks_of(const Timeline& timeline) {
   std::vector<Block> blocks;
   for (size_t s = 0; s < timeline.strips.size(); ++s) {
     const TimelineStrip& strip = timeline.strips[s];
@@ -128,115 +119,158 @@ std::string timeline_svg(const GpuFigures& figures, const std::string& title) {
       blocks.push_back({s, 0});
     blocks.back().count++;
   }
-  double body = 0;
-  for (const Block& block : blocks) body += header_height + double(block.count) * (strip_height + strip_gap) + block_gap;
-  if (blocks.empty()) body = 30;
-  const double height = title_height + body + axis_height;
+  return blocks;
+}
 
-  std::string out;
-  out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + number(width) + "\" height=\"" +
-         number(height) + "\" viewBox=\"0 0 " + number(width) + " " + number(height) + "\"" +
-         " font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif\">\n";
-  out += "<title>" + xml_text(title) + " \xE2\x80\x94 GPU timeline</title>\n";
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-
-  // Title and caption.
-  out += "<text x=\"16\" y=\"24\" font-size=\"16\" font-weight=\"600\" fill=\"#1f2328\">" + xml_text(title) + "</text>\n";
-  std::string caption = "GPU window " + duration(figures.window_us);
-  if (figures.merged) {
-    caption += " \xC2\xB7 " + std::to_string(blocks.size()) + " ranks in PP order, on the merge's common clock";
-  } else {
-    caption += " \xC2\xB7 " + std::to_string(figures.busy.size()) + " lane groups";
+// The picture, drawn top to bottom: title, grid, one block of strips per rank, time axis.
+class TimelinePicture {
+ public:
+  TimelinePicture(const GpuFigures& figures, const std::string& title)
+      : figures_(figures), timeline_(figures.timeline), title_(title), blocks_(blocks_of(timeline_)) {
+    for (const Block& block : blocks_)
+      body_ += kHeaderHeight + double(block.count) * (kStripHeight + kStripGap) + kBlockGap;
+    if (blocks_.empty()) body_ = 30;
+    span_ = timeline_.end_us - timeline_.start_us;
+    step_ = tick_step(span_);
+    bin_width_ = kPlot / (timeline_.bins > 0 ? timeline_.bins : 1);
   }
-  caption += " \xC2\xB7 bar height: share of each time bin the group was busy";
-  out += "<text x=\"16\" y=\"44\" font-size=\"12\" fill=\"#57606a\">" + xml_text(caption) + "</text>\n";
 
-  double span = timeline.end_us - timeline.start_us;
-  double step = tick_step(span);
-  double plot_top = title_height, plot_bottom = title_height + body;
-  // Vertical grid lines first, so strips are drawn over them.
-  out += "<g stroke=\"#d0d7de\" stroke-width=\"1\">\n";
-  if (step > 0)
-    for (double t = 0; t <= span * (1 + 1e-9); t += step) {
-      double x = left + plot * t / span;
-      out += "<line x1=\"" + number(x) + "\" y1=\"" + number(plot_top) + "\" x2=\"" + number(x) + "\" y2=\"" +
-             number(plot_bottom + 4) + "\"/>\n";
+  std::string draw() {
+    draw_title();
+    draw_grid();
+    if (blocks_.empty())
+      out_ += "<text x=\"" + number(kLeft) + "\" y=\"" + number(kTitleHeight + 18) +
+              "\" font-size=\"12\" fill=\"#57606a\">no GPU slices</text>\n";
+    double y = kTitleHeight;
+    for (const Block& block : blocks_) y = draw_block(block, y);
+    draw_axis();
+    out_ += "</svg>\n";
+    return std::move(out_);
+  }
+
+ private:
+  // Layout in pixels.
+  static constexpr double kWidth = 1100, kLeft = 200, kRight = 70, kPlot = kWidth - kLeft - kRight;
+  static constexpr double kStripHeight = 16, kStripGap = 3, kHeaderHeight = 22, kBlockGap = 10;
+  static constexpr double kTitleHeight = 58, kAxisHeight = 40;
+
+  double plot_bottom() const { return kTitleHeight + body_; }
+
+  void draw_title() {
+    const double height = kTitleHeight + body_ + kAxisHeight;
+    out_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    out_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + number(kWidth) + "\" height=\"" +
+            number(height) + "\" viewBox=\"0 0 " + number(kWidth) + " " + number(height) + "\"" +
+            " font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif\">\n";
+    out_ += "<title>" + xml_text(title_) + " \xE2\x80\x94 GPU timeline</title>\n";
+    out_ += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+    out_ += "<text x=\"16\" y=\"24\" font-size=\"16\" font-weight=\"600\" fill=\"#1f2328\">" + xml_text(title_) +
+            "</text>\n";
+    std::string caption = "GPU window " + duration(figures_.window_us);
+    if (figures_.merged) {
+      caption += " \xC2\xB7 " + std::to_string(blocks_.size()) + " ranks in PP order, on the merge's common clock";
+    } else {
+      caption += " \xC2\xB7 " + std::to_string(figures_.busy.size()) + " lane groups";
     }
-  out += "</g>\n";
+    caption += " \xC2\xB7 bar height: share of each time bin the group was busy";
+    out_ += "<text x=\"16\" y=\"44\" font-size=\"12\" fill=\"#57606a\">" + xml_text(caption) + "</text>\n";
+  }
 
-  if (blocks.empty())
-    out += "<text x=\"" + number(left) + "\" y=\"" + number(title_height + 18) +
-           "\" font-size=\"12\" fill=\"#57606a\">no GPU slices</text>\n";
-  double y = title_height;
-  const double bin_width = plot / bins;
-  for (const Block& block : blocks) {
-    const TimelineStrip& head = timeline.strips[block.first];
+  // Vertical grid lines first, so strips are drawn over them.
+  void draw_grid() {
+    out_ += "<g stroke=\"#d0d7de\" stroke-width=\"1\">\n";
+    if (step_ > 0)
+      for (double t = 0; t <= span_ * (1 + 1e-9); t += step_) {
+        double x = kLeft + kPlot * t / span_;
+        out_ += "<line x1=\"" + number(x) + "\" y1=\"" + number(kTitleHeight) + "\" x2=\"" + number(x) + "\" y2=\"" +
+                number(plot_bottom() + 4) + "\"/>\n";
+      }
+    out_ += "</g>\n";
+  }
+
+  // A rank's header and its strips from `y`; returns where the next block starts.
+  double draw_block(const Block& block, double y) {
+    const TimelineStrip& head = timeline_.strips[block.first];
     std::string header;
     if (head.pp_rank) header += "PP rank " + std::to_string(*head.pp_rank);
     if (head.rank) header += std::string(header.empty() ? "" : " \xC2\xB7 ") + "global rank " + std::to_string(*head.rank);
     if (header.empty()) header = "GPU";
-    if (figures.merged && head.rank) {
-      auto bubble = figures.bubble.find(*head.rank);
-      if (bubble != figures.bubble.end()) header += " \xC2\xB7 pipeline bubble " + percent(bubble->second);
+    if (figures_.merged && head.rank) {
+      auto bubble = figures_.bubble.find(*head.rank);
+      if (bubble != figures_.bubble.end()) header += " \xC2\xB7 pipeline bubble " + percent(bubble->second);
     }
-    out += "<text x=\"16\" y=\"" + number(y + 15) + "\" font-size=\"12\" font-weight=\"600\" fill=\"#1f2328\">" +
-           xml_text(header) + "</text>\n";
-    y += header_height;
+    out_ += "<text x=\"16\" y=\"" + number(y + 15) + "\" font-size=\"12\" font-weight=\"600\" fill=\"#1f2328\">" +
+            xml_text(header) + "</text>\n";
+    y += kHeaderHeight;
     for (size_t s = block.first; s < block.first + block.count; ++s) {
-      const TimelineStrip& strip = timeline.strips[s];
-      const char* colour = colour_of(strip.group);
-      std::string tip = header + " \xC2\xB7 " + (strip.label.empty() ? strip.group : strip.label);
-      if (strip.busy >= 0) tip += ": busy " + percent(strip.busy) + " of the window";
-      // class and data-* name the strip for whoever reads the picture as data (tests, pages).
-      out += "<g class=\"strip\"";
-      if (strip.rank) out += " data-rank=\"" + std::to_string(*strip.rank) + "\"";
-      if (strip.pp_rank) out += " data-pp-rank=\"" + std::to_string(*strip.pp_rank) + "\"";
-      out += " data-group=\"" + xml_text(strip.group) + "\">\n<title>" + xml_text(tip) + "</title>\n";
-      out += "<text x=\"" + number(left - 10) + "\" y=\"" + number(y + 12) +
-             "\" font-size=\"11.5\" text-anchor=\"end\" fill=\"#24292f\">" +
-             xml_text(strip.label.empty() ? strip.group : strip.label) + "</text>\n";
-      out += "<rect x=\"" + number(left) + "\" y=\"" + number(y) + "\" width=\"" + number(plot) + "\" height=\"" +
-             number(strip_height) + "\" fill=\"#f6f8fa\"/>\n";
-      // One bar per run of equal digits: fewer elements, and no seams between equal bins.
-      out += "<g fill=\"" + std::string(colour) + "\">";
-      const std::string& digits = strip.occupancy;
-      for (size_t b = 0; b < digits.size();) {
-        size_t e = b;
-        while (e < digits.size() && digits[e] == digits[b]) ++e;
-        int level = digits[b] - '0';
-        if (level > 0 && level <= 9) {
-          double bar = strip_height * level / 9.0;
-          out += "<rect x=\"" + number(left + bin_width * double(b)) + "\" y=\"" + number(y + strip_height - bar) +
-                 "\" width=\"" + number(bin_width * double(e - b)) + "\" height=\"" + number(bar) + "\"/>";
-        }
-        b = e;
-      }
-      out += "</g>\n";
-      if (strip.busy >= 0)
-        out += "<text x=\"" + number(left + plot + 8) + "\" y=\"" + number(y + 12) +
-               "\" font-size=\"11\" fill=\"#57606a\">" + xml_text(percent(strip.busy)) + "</text>\n";
-      out += "</g>\n";
-      y += strip_height + strip_gap;
+      draw_strip(timeline_.strips[s], header, y);
+      y += kStripHeight + kStripGap;
     }
-    y += block_gap;
+    return y + kBlockGap;
+  }
+
+  void draw_strip(const TimelineStrip& strip, const std::string& header, double y) {
+    std::string tip = header + " \xC2\xB7 " + (strip.label.empty() ? strip.group : strip.label);
+    if (strip.busy >= 0) tip += ": busy " + percent(strip.busy) + " of the window";
+    // class and data-* name the strip for whoever reads the picture as data (tests, pages).
+    out_ += "<g class=\"strip\"";
+    if (strip.rank) out_ += " data-rank=\"" + std::to_string(*strip.rank) + "\"";
+    if (strip.pp_rank) out_ += " data-pp-rank=\"" + std::to_string(*strip.pp_rank) + "\"";
+    out_ += " data-group=\"" + xml_text(strip.group) + "\">\n<title>" + xml_text(tip) + "</title>\n";
+    out_ += "<text x=\"" + number(kLeft - 10) + "\" y=\"" + number(y + 12) +
+            "\" font-size=\"11.5\" text-anchor=\"end\" fill=\"#24292f\">" +
+            xml_text(strip.label.empty() ? strip.group : strip.label) + "</text>\n";
+    out_ += "<rect x=\"" + number(kLeft) + "\" y=\"" + number(y) + "\" width=\"" + number(kPlot) + "\" height=\"" +
+            number(kStripHeight) + "\" fill=\"#f6f8fa\"/>\n";
+    // One bar per run of equal digits: fewer elements, and no seams between equal bins.
+    out_ += "<g fill=\"" + std::string(colour_of(strip.group)) + "\">";
+    const std::string& digits = strip.occupancy;
+    for (size_t b = 0; b < digits.size();) {
+      size_t e = b;
+      while (e < digits.size() && digits[e] == digits[b]) ++e;
+      int level = digits[b] - '0';
+      if (level > 0 && level <= 9) {
+        double bar = kStripHeight * level / 9.0;
+        out_ += "<rect x=\"" + number(kLeft + bin_width_ * double(b)) + "\" y=\"" + number(y + kStripHeight - bar) +
+                "\" width=\"" + number(bin_width_ * double(e - b)) + "\" height=\"" + number(bar) + "\"/>";
+      }
+      b = e;
+    }
+    out_ += "</g>\n";
+    if (strip.busy >= 0)
+      out_ += "<text x=\"" + number(kLeft + kPlot + 8) + "\" y=\"" + number(y + 12) +
+              "\" font-size=\"11\" fill=\"#57606a\">" + xml_text(percent(strip.busy)) + "</text>\n";
+    out_ += "</g>\n";
   }
 
   // The time axis, relative to the window's start.
-  double axis = plot_bottom + 4;
-  out += "<line x1=\"" + number(left) + "\" y1=\"" + number(axis) + "\" x2=\"" + number(left + plot) + "\" y2=\"" +
-         number(axis) + "\" stroke=\"#57606a\" stroke-width=\"1\"/>\n";
-  out += "<g font-size=\"11\" fill=\"#57606a\" text-anchor=\"middle\">\n";
-  if (step > 0)
-    for (double t = 0; t <= span * (1 + 1e-9); t += step)
-      out += "<text x=\"" + number(left + plot * t / span) + "\" y=\"" + number(axis + 15) + "\">" +
-             xml_text(t == 0 ? std::string("0") : duration(t)) + "</text>\n";
-  out += "</g>\n";
-  out += "<text x=\"" + number(left + plot) + "\" y=\"" + number(axis + 31) +
-         "\" font-size=\"11\" fill=\"#57606a\" text-anchor=\"end\">time since the window's start (" +
-         xml_text(real_text(timeline.start_us)) + " \xC2\xB5s)</text>\n";
-  out += "</svg>\n";
-  return out;
+  void draw_axis() {
+    double axis = plot_bottom() + 4;
+    out_ += "<line x1=\"" + number(kLeft) + "\" y1=\"" + number(axis) + "\" x2=\"" + number(kLeft + kPlot) +
+            "\" y2=\"" + number(axis) + "\" stroke=\"#57606a\" stroke-width=\"1\"/>\n";
+    out_ += "<g font-size=\"11\" fill=\"#57606a\" text-anchor=\"middle\">\n";
+    if (step_ > 0)
+      for (double t = 0; t <= span_ * (1 + 1e-9); t += step_)
+        out_ += "<text x=\"" + number(kLeft + kPlot * t / span_) + "\" y=\"" + number(axis + 15) + "\">" +
+                xml_text(t == 0 ? std::string("0") : duration(t)) + "</text>\n";
+    out_ += "</g>\n";
+    out_ += "<text x=\"" + number(kLeft + kPlot) + "\" y=\"" + number(axis + 31) +
+            "\" font-size=\"11\" fill=\"#57606a\" text-anchor=\"end\">time since the window's start (" +
+            xml_text(real_text(timeline_.start_us)) + " \xC2\xB5s)</text>\n";
+  }
+
+  const GpuFigures& figures_;
+  const Timeline& timeline_;
+  const std::string& title_;
+  std::vector<Block> blocks_;
+  double body_ = 0, span_ = 0, step_ = 0, bin_width_ = 0;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string timeline_svg(const GpuFigures& figures, const std::string& title) {
+  return TimelinePicture(figures, title).draw();
 }
 
 }  // namespace tracelane
