@@ -379,59 +379,72 @@ class FlowMaker {
   int64_t next_id_;  // SPEC 7: from 1e12, one per pair considered
 };
 
-}  // namespace
-
-PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank, const Rules* rules, int64_t first_id) {
-  PpResult result;
-  std::vector<Block> blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
-  FlowMaker maker(result, first_id);
-  PpCounts& counts = result.counts;
-  // Blocks by key, each list in block order, so no pass scans all blocks per key.
+// The blocks by key, each list in block order, so that no kind of arrow scans all blocks
+// per key.
+struct BlockIndex {
   using GlobalKey = std::tuple<int64_t, std::string, int64_t>;          // stage, op, mb
   using LocalKey = std::tuple<int64_t, int64_t, std::string, int64_t>;  // pid, stage, op, mb
   std::map<GlobalKey, std::vector<const Block*>> across_pids;
   std::map<LocalKey, std::vector<const Block*>> within_pid;
-  std::map<std::pair<int64_t, int64_t>, std::vector<const Block*>> compute_of_stage;  // (pid, stage)
-  for (const Block& b : blocks) {
-    across_pids[{b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
-    within_pid[{b.pid, b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
-    if (is_pp_compute_op(b.op)) compute_of_stage[{b.pid, b.stage}].push_back(&b);
+  // (pid, stage): its F/B/I blocks by (start, end)
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Block*>> compute_of_stage;
+
+  explicit BlockIndex(const std::vector<Block>& blocks) {
+    for (const Block& b : blocks) {
+      across_pids[{b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
+      within_pid[{b.pid, b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
+      if (is_pp_compute_op(b.op)) compute_of_stage[{b.pid, b.stage}].push_back(&b);
+    }
+    for (auto& [key, list] : compute_of_stage)
+      std::stable_sort(list.begin(), list.end(), [](const Block* a, const Block* b) {
+        return a->start != b->start ? a->start < b->start : a->end < b->end;
+      });
   }
-  auto blocks_of = [](const auto& index, const auto& key) {
+
+  template <typename Index, typename Key>
+  static std::vector<const Block*> of(const Index& index, const Key& key) {
     auto it = index.find(key);
     return it == index.end() ? std::vector<const Block*>{} : it->second;
-  };
-
-  if (cross_rank) {
-    // SEND_F s -> RECV_F s+1, SEND_B s -> RECV_B s-1, same microbatch, across pids.
-    std::map<std::tuple<int64_t, std::string, int64_t>, bool> recv_keys_looked_for;
-    std::map<std::tuple<int64_t, std::string, int64_t>, int> send_keys;  // (stage, op, mb)
-    for (const Block& b : blocks)
-      if (b.op == "SEND_F" || b.op == "SEND_B") send_keys[{b.stage, b.op, b.microbatch.value_or(-1)}] = 0;
-    for (const auto& [key, unused] : send_keys) {
-      const auto& [stage, op, microbatch] = key;
-      std::string recv_op = op == "SEND_F" ? "RECV_F" : "RECV_B";
-      int64_t recv_stage = op == "SEND_F" ? stage + 1 : stage - 1;
-      recv_keys_looked_for[{recv_stage, recv_op, microbatch}] = true;
-      auto sources = blocks_of(across_pids, GlobalKey{stage, op, microbatch});
-      auto destinations = blocks_of(across_pids, GlobalKey{recv_stage, recv_op, microbatch});
-      auto pairs = pair_blocks(sources, destinations);
-      for (auto [s, d] : pairs) {
-        if (maker.add(*sources[s], *destinations[d], "pp_send_recv", true))
-          ++counts.send_recv_pairs;
-        else
-          counts.send_recv_unmatched += 2;
-      }
-      counts.send_recv_unmatched += sources.size() + destinations.size() - 2 * pairs.size();
-    }
-    for (const Block& b : blocks)
-      if ((b.op == "RECV_F" || b.op == "RECV_B") &&
-          !recv_keys_looked_for.count({b.stage, b.op, b.microbatch.value_or(-1)}))
-        ++counts.send_recv_unmatched;
   }
+};
 
-  // Rank-local: RECV_x -> x and x -> SEND_x within one pid, same stage and microbatch.
+// Pairs `sources` with `destinations` (nearest midpoints) and writes an arrow for each
+// pair; counts what stays unmatched.
+void connect(const std::vector<const Block*>& sources, const std::vector<const Block*>& destinations, const char* cat,
+             bool strictly_forward, FlowMaker& maker, size_t& paired, size_t& unmatched) {
+  auto pairs = pair_blocks(sources, destinations);
+  for (auto [s, d] : pairs) {
+    if (maker.add(*sources[s], *destinations[d], cat, strictly_forward))
+      ++paired;
+    else
+      unmatched += 2;
+  }
+  unmatched += sources.size() + destinations.size() - 2 * pairs.size();
+}
+
+// Across ranks: SEND_F s -> RECV_F s+1, SEND_B s -> RECV_B s-1, same microbatch.
+void add_send_recv(const std::vector<Block>& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
+  std::map<std::tuple<int64_t, std::string, int64_t>, bool> recv_keys_looked_for;
+  std::map<std::tuple<int64_t, std::string, int64_t>, int> send_keys;  // (stage, op, mb)
+  for (const Block& b : blocks)
+    if (b.op == "SEND_F" || b.op == "SEND_B") send_keys[{b.stage, b.op, b.microbatch.value_or(-1)}] = 0;
+  for (const auto& [key, unused] : send_keys) {
+    const auto& [stage, op, microbatch] = key;
+    std::string recv_op = op == "SEND_F" ? "RECV_F" : "RECV_B";
+    int64_t recv_stage = op == "SEND_F" ? stage + 1 : stage - 1;
+    recv_keys_looked_for[{recv_stage, recv_op, microbatch}] = true;
+    connect(BlockIndex::of(index.across_pids, BlockIndex::GlobalKey{stage, op, microbatch}),
+            BlockIndex::of(index.across_pids, BlockIndex::GlobalKey{recv_stage, recv_op, microbatch}), "pp_send_recv",
+            true, maker, counts.send_recv_pairs, counts.send_recv_unmatched);
+  }
+  for (const Block& b : blocks)
+    if ((b.op == "RECV_F" || b.op == "RECV_B") && !recv_keys_looked_for.count({b.stage, b.op, b.microbatch.value_or(-1)}))
+      ++counts.send_recv_unmatched;
+}
+
+// Rank-local: RECV_x -> x and x -> SEND_x within one pid, same stage and microbatch.
+void add_compute_dependencies(const std::vector<Block>& blocks, const BlockIndex& index, FlowMaker& maker,
+                              PpCounts& counts) {
   std::map<std::tuple<int64_t, int64_t, int64_t>, bool> local_keys;  // (pid, stage, mb)
   for (const Block& b : blocks)
     if (b.op != "UNSHARD") local_keys[{b.pid, b.stage, b.microbatch.value_or(-1)}] = true;
@@ -443,33 +456,28 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
     for (const char* x : {"F", "B", "I"}) {
       std::string direction = x[0] == 'F' ? "F" : "B";
       std::string compute = x, recv = "RECV_" + direction, send = "SEND_" + direction;
-      auto of_op = [&](const std::string& op) { return blocks_of(within_pid, LocalKey{pid, stage, op, microbatch}); };
+      auto of_op = [&](const std::string& op) {
+        return BlockIndex::of(index.within_pid, BlockIndex::LocalKey{pid, stage, op, microbatch});
+      };
       auto computes = of_op(compute);
       for (const auto& [sources, destinations] :
            {std::pair{of_op(recv), computes}, std::pair{computes, of_op(send)}}) {
         if (sources.empty() || destinations.empty()) continue;
-        auto pairs = pair_blocks(sources, destinations);
-        for (auto [s, d] : pairs) {
-          if (maker.add(*sources[s], *destinations[d], "pp_compute_dependency", false))
-            ++counts.compute_dependency_pairs;
-          else
-            counts.compute_dependency_unmatched += 2;
-        }
-        counts.compute_dependency_unmatched += sources.size() + destinations.size() - 2 * pairs.size();
+        connect(sources, destinations, "pp_compute_dependency", false, maker, counts.compute_dependency_pairs,
+                counts.compute_dependency_unmatched);
       }
     }
   }
+}
 
-  // Unshard: each UNSHARD block -> the first F/B block of its pid and stage starting at or after it.
-  for (auto& [key, list] : compute_of_stage)
-    std::stable_sort(list.begin(), list.end(), [](const Block* a, const Block* b) {
-      return a->start != b->start ? a->start < b->start : a->end < b->end;
-    });
+// Unshard: each UNSHARD block -> the first F/B block of its pid and stage starting at or
+// after it.
+void add_unshard(const std::vector<Block>& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
   for (const Block& u : blocks) {
     if (u.op != "UNSHARD") continue;
     const Block* first = nullptr;
-    auto it = compute_of_stage.find({u.pid, u.stage});
-    if (it != compute_of_stage.end()) {
+    auto it = index.compute_of_stage.find({u.pid, u.stage});
+    if (it != index.compute_of_stage.end()) {
       auto at = std::lower_bound(it->second.begin(), it->second.end(), u.start,
                                  [](const Block* b, Ns start) { return b->start < start; });
       if (at != it->second.end()) first = *at;
@@ -483,6 +491,19 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
     else
       ++counts.unshard_compute_unmatched;
   }
+}
+
+}  // namespace
+
+PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
+                        bool cross_rank, const Rules* rules, int64_t first_id) {
+  PpResult result;
+  std::vector<Block> blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
+  BlockIndex index(blocks);
+  FlowMaker maker(result, first_id);  // ids in this order: send/recv, compute, unshard
+  if (cross_rank) add_send_recv(blocks, index, maker, result.counts);
+  add_compute_dependencies(blocks, index, maker, result.counts);
+  add_unshard(blocks, index, maker, result.counts);
   return result;
 }
 
