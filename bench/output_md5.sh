@@ -9,6 +9,8 @@
 # TRACELANE_ARGS, when set, is added to every compact, merge and sweep, e.g.
 #   TRACELANE_ARGS=--no-restore-data bench/output_md5.sh build/tracelane
 # lists what a build before restore data (SPEC 9.12) lists without the variable.
+# TRACELANE_BIG_TRACE=FILE adds the compaction of one large trace (a generated 500 MB one:
+#   build/bench/tracelane_gen --out /tmp/trace_500M.json --size 500000000 --seed 7).
 # The corpus comes from TRACELANE_SHARED (default ../shared beside the checkout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,3 +37,7 @@ echo "merge pp4 $(md5_of "$work/pp4/pp_traces_merged_compacted.json.gz")"
 cp -r "$shared/corpus/sweep_tree" "$work/tree" && chmod -R u+w "$work/tree"
 "$tracelane" sweep "$work/tree" --quiet --jobs 2 ${extra[@]+"${extra[@]}"} || true
 (cd "$work/tree" && find . -name '*_compacted.json*' | LC_ALL=C sort | while read -r f; do echo "sweep $f $(md5_of "$f")"; done)
+if [ -n "${TRACELANE_BIG_TRACE:-}" ]; then
+  "$tracelane" compact "$TRACELANE_BIG_TRACE" -o "$work/big_compacted.json.gz" ${extra[@]+"${extra[@]}"} >/dev/null
+  echo "compact $(basename "$TRACELANE_BIG_TRACE") $(md5_of "$work/big_compacted.json.gz")"
+fi
