@@ -2,6 +2,7 @@
 // uncompressed trace. Run: TRACELANE_BENCH_TRACE=big.json.gz ./build/bench/tracelane_bench
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
+#include <tbb/task_arena.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -78,6 +79,24 @@ void BM_GzipLevel(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations() * input_json().size()));
 }
 BENCHMARK(BM_GzipLevel)->Arg(1)->Arg(6)->Arg(9)->Unit(benchmark::kMillisecond);
+
+// Members of kGzipMemberBytes compressed concurrently: args level, threads. Real time is
+// the figure (the work runs on the arena's threads); the counter `size_vs_one_member` is
+// the output's size over gzip_compress's at the same level.
+void BM_GzipMembers(benchmark::State& state) {
+  int level = int(state.range(0));
+  tbb::task_arena arena(int(state.range(1)));
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string out;
+    arena.execute([&] { out = tracelane::gzip_compress_members(input_json(), level); });
+    bytes = out.size();
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * input_json().size()));
+  state.counters["size_vs_one_member"] = double(bytes) / double(tracelane::gzip_compress(input_json(), level).size());
+}
+BENCHMARK(BM_GzipMembers)->Args({1, 1})->Args({1, 2})->Args({6, 1})->Args({6, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_AssignLanes(benchmark::State& state) {
   std::vector<tracelane::Interval> intervals;

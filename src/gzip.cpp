@@ -1,6 +1,9 @@
 #include "tracelane/gzip.hpp"
 
 #include <libdeflate.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstring>
@@ -204,6 +207,62 @@ std::string gzip_compress(std::string_view bytes, int level) {
   size_t n = libdeflate_gzip_compress(c.get(), bytes.data(), bytes.size(), buffer.get(), bound);
   if (n == 0) throw Error("gzip compression failed");
   return std::string(buffer.get(), n);
+}
+
+void gzip_compress_members(std::string_view bytes, int level, size_t member_bytes,
+                           const std::function<void(std::string_view member)>& sink) {
+  if (member_bytes == 0) throw Error("internal: gzip members of 0 bytes");
+  if (std::unique_ptr<libdeflate_compressor, CompressorDeleter> probe(libdeflate_alloc_compressor(level)); !probe)
+    throw Error("invalid compression level " + std::to_string(level));
+  size_t members = std::max<size_t>(1, (bytes.size() + member_bytes - 1) / member_bytes);
+  if (members == 1) {
+    sink(gzip_compress(bytes, level));
+    return;
+  }
+  // One compressor per thread (their state is a few hundred KB at the higher levels).
+  tbb::enumerable_thread_specific<std::unique_ptr<libdeflate_compressor, CompressorDeleter>> compressors(
+      [level] { return std::unique_ptr<libdeflate_compressor, CompressorDeleter>(libdeflate_alloc_compressor(level)); });
+  struct Member {
+    std::string_view input;
+    std::string output;
+  };
+  size_t next = 0;
+  const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
+  tbb::parallel_pipeline(
+      tokens,
+      tbb::make_filter<void, std::shared_ptr<Member>>(
+          tbb::filter_mode::serial_in_order,
+          [&](tbb::flow_control& control) -> std::shared_ptr<Member> {
+            if (next == members) {
+              control.stop();
+              return nullptr;
+            }
+            auto member = std::make_shared<Member>();
+            member->input = bytes.substr(next * member_bytes, member_bytes);
+            ++next;
+            return member;
+          }) &
+          tbb::make_filter<std::shared_ptr<Member>, std::shared_ptr<Member>>(
+              tbb::filter_mode::parallel,
+              [&](std::shared_ptr<Member> member) {
+                libdeflate_compressor* c = compressors.local().get();
+                if (!c) throw std::bad_alloc();
+                size_t bound = libdeflate_gzip_compress_bound(c, member->input.size());
+                member->output.resize(bound);
+                size_t n = libdeflate_gzip_compress(c, member->input.data(), member->input.size(),
+                                                    member->output.data(), bound);
+                if (n == 0) throw Error("gzip compression failed");
+                member->output.resize(n);
+                return member;
+              }) &
+          tbb::make_filter<std::shared_ptr<Member>, void>(
+              tbb::filter_mode::serial_in_order, [&](std::shared_ptr<Member> member) { sink(member->output); }));
+}
+
+std::string gzip_compress_members(std::string_view bytes, int level, size_t member_bytes) {
+  std::string out;
+  gzip_compress_members(bytes, level, member_bytes, [&](std::string_view member) { out += member; });
+  return out;
 }
 
 }  // namespace tracelane

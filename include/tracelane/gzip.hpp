@@ -1,9 +1,11 @@
-// Whole-buffer gzip with libdeflate: one member out (Perfetto reads no other), any number
-// of members in.
+// gzip with libdeflate: any number of members in; out, one member, or consecutive members
+// compressed concurrently (RFC 1952 2.2; today's Perfetto, Python's gzip, zcat and
+// libdeflate-gzip read them all: docs/commands.md).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -39,5 +41,20 @@ size_t gunzip_size_guess(std::string_view bytes);
 
 // Compresses into one gzip member at `level` (0-12, libdeflate's scale).
 std::string gzip_compress(std::string_view bytes, int level);
+
+// Input bytes per member of gzip_compress_members: small enough that a 50 MB trace keeps a
+// few cores busy, large enough that the members cost < 0.1% in size (bench/gzip_members.sh).
+inline constexpr size_t kGzipMemberBytes = size_t(4) << 20;
+
+// Compresses `bytes` into consecutive gzip members of `member_bytes` of input each (the
+// last shorter; one empty member for empty input), concurrently in the caller's TBB arena,
+// and hands each member to `sink` in order as soon as it and those before it are ready,
+// holding a few members per thread at most. The bytes depend only on the input, `level` and
+// `member_bytes`, never on the number of threads. An exception from `sink` or from a
+// member stops the rest and is rethrown.
+void gzip_compress_members(std::string_view bytes, int level, size_t member_bytes,
+                           const std::function<void(std::string_view member)>& sink);
+// The same, the members concatenated into one string.
+std::string gzip_compress_members(std::string_view bytes, int level, size_t member_bytes = kGzipMemberBytes);
 
 }  // namespace tracelane
