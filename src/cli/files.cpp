@@ -247,72 +247,96 @@ void print_error(std::string_view line) {
   std::cerr << text << std::flush;
 }
 
-void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record,
-                      const std::vector<NamedIdentity>& inputs, std::string_view recipe, std::string_view figures) {
+AtomicOutput::AtomicOutput(const fs::path& path, const std::vector<NamedIdentity>& inputs)
+    : path_(path), inputs_(inputs) {
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::random_device device;
-  std::string tmp_name = "." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                         std::to_string(device() % 1000000);
-  fs::path tmp = dir / tmp_name;
+  tmp_ = dir / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                std::to_string(device() % 1000000));
   // Never more readable than the inputs it was made from: a private trace read through a
   // link must not become a world-readable copy in a shared directory.
   mode_t mode = 0644;
   for (const NamedIdentity& input : inputs)
     if (input.identity.mode != 0) mode &= input.identity.mode | 0600;
   // O_EXCL never opens an existing file, nor follows a symlink planted under the name.
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) throw Error(path.string() + ": cannot create output: " + std::strerror(errno));
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd_ < 0) throw Error(path.string() + ": cannot create output: " + std::strerror(errno));
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicOutput::fail(const std::string& what, int error) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  throw Error(path_.string() + ": " + what + ": " + std::strerror(error));
+}
+
+void AtomicOutput::write(std::string_view bytes) {
+  if (fd_ < 0) throw Error(path_.string() + ": internal: write after the output was closed");
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(path.string() + ": cannot write output: " + std::strerror(e));
-    }
+    if (n <= 0) fail("cannot write output", n < 0 ? errno : ENOSPC);
     done += size_t(n);
   }
+}
+
+void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_view recipe, std::string_view figures) {
+  if (fd_ < 0) throw Error(path_.string() + ": internal: commit after the output was closed");
   // ENOTSUP (no user xattrs here), ENOSPC or E2BIG (no room beside the inode): the output
   // is still complete; a later sweep that skips it reports it without its numbers.
   // Both attributes go on the descriptor of the file we just created, so they can only
   // ever land on our own temporary. Without kInputsAttribute a sweep redoes the output.
-  if (!record.empty()) (void)::fsetxattr(fd, kRecordAttribute, record.data(), record.size(), 0);
-  if (!inputs.empty()) {
+  if (!record.empty()) (void)::fsetxattr(fd_, kRecordAttribute, record.data(), record.size(), 0);
+  if (!inputs_.empty()) {
     struct stat st {};
-    if (::fstat(fd, &st) == 0) {
-      std::string text = inputs_record(inputs, st.st_dev, recipe);
-      (void)::fsetxattr(fd, kInputsAttribute, text.data(), text.size(), 0);
+    if (::fstat(fd_, &st) == 0) {
+      std::string text = inputs_record(inputs_, st.st_dev, recipe);
+      (void)::fsetxattr(fd_, kInputsAttribute, text.data(), text.size(), 0);
     }
   }
   // Last: the figures are the largest and the least needed, so they never take the room
   // of the two above (E2BIG, ENOSPC: the output is reported without its figures).
-  if (!figures.empty()) (void)::fsetxattr(fd, kFiguresAttribute, figures.data(), figures.size(), 0);
+  if (!figures.empty()) (void)::fsetxattr(fd_, kFiguresAttribute, figures.data(), figures.size(), 0);
   // Both, always: a failed fsync must not leak the descriptor.
-  int synced = ::fsync(fd), sync_error = errno;
-  int closed = ::close(fd), close_error = errno;
+  int synced = ::fsync(fd_), sync_error = errno;
+  int closed = ::close(fd_), close_error = errno;
+  fd_ = -1;
   if (synced != 0 || closed != 0) {
-    ::unlink(tmp.c_str());
-    throw Error(path.string() + ": cannot write output: " + std::strerror(synced != 0 ? sync_error : close_error));
+    ::unlink(tmp_.c_str());
+    throw Error(path_.string() + ": cannot write output: " + std::strerror(synced != 0 ? sync_error : close_error));
   }
   if (overwrite) {
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
       int e = errno;
-      ::unlink(tmp.c_str());
-      throw Error(path.string() + ": cannot move output into place: " + std::strerror(e));
+      ::unlink(tmp_.c_str());
+      throw Error(path_.string() + ": cannot move output into place: " + std::strerror(e));
     }
   } else {
     // link() fails if the name exists: no window where another writer's file is replaced.
-    if (::link(tmp.c_str(), path.c_str()) != 0) {
+    if (::link(tmp_.c_str(), path_.c_str()) != 0) {
       int e = errno;
-      ::unlink(tmp.c_str());
-      if (e == EEXIST) throw OutputExists(path.string() + ": output exists (use --overwrite to replace it)");
-      throw Error(path.string() + ": cannot move output into place: " + std::strerror(e));
+      ::unlink(tmp_.c_str());
+      if (e == EEXIST) throw OutputExists(path_.string() + ": output exists (use --overwrite to replace it)");
+      throw Error(path_.string() + ": cannot move output into place: " + std::strerror(e));
     }
-    ::unlink(tmp.c_str());
+    ::unlink(tmp_.c_str());
   }
+}
+
+void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record,
+                      const std::vector<NamedIdentity>& inputs, std::string_view recipe, std::string_view figures) {
+  AtomicOutput output(path, inputs);
+  output.write(bytes);
+  output.commit(overwrite, record, recipe, figures);
 }
 
 std::string format_inputs(const std::vector<NamedIdentity>& inputs, dev_t output_device) {

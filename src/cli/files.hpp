@@ -128,6 +128,29 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
                       std::string_view record = {}, const std::vector<NamedIdentity>& inputs = {},
                       std::string_view recipe = {}, std::string_view figures = {});
 
+// write_atomically piece by piece, for an output written as it is made: the temporary is
+// created at once (O_EXCL, never more readable than `inputs`), each write() appends to it,
+// and commit() stores the attributes, syncs and puts it in place exactly as
+// write_atomically does. Destroyed without a commit (an exception on the way), it removes
+// the temporary: no output is ever half-written under its name.
+class AtomicOutput {
+ public:
+  AtomicOutput(const fs::path& path, const std::vector<NamedIdentity>& inputs);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+  void write(std::string_view bytes);
+  void commit(bool overwrite, std::string_view record = {}, std::string_view recipe = {},
+              std::string_view figures = {});
+  const fs::path& temporary() const { return tmp_; }
+
+ private:
+  void fail(const std::string& what, int error);  // removes the temporary, throws Error
+  fs::path path_, tmp_;
+  std::vector<NamedIdentity> inputs_;
+  int fd_ = -1;
+};
+
 // What decides an output's bytes besides its inputs: tracelane's output format (raised
 // whenever outputs change: 2 = lane tids aligned across ranks and restore data), the rules
 // (a digest of their text, or "built-in"), and whether restore data and single-trace PP

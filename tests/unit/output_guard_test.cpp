@@ -153,3 +153,24 @@ TEST_F(OutputGuard, ReadRecordDoesNotFollowASymbolicLink) {
   EXPECT_FALSE(read_record(link).has_value());
   EXPECT_EQ(read_record(output).value_or(""), "{\"row\": 1}");
 }
+
+TEST_F(OutputGuard, AtomicOutputAppearsOnlyWhenCommittedWithEveryPieceInOrder) {
+  fs::path output = dir_ / "out.json";
+  {
+    AtomicOutput partial(output, {});
+    partial.write("first ");
+    ASSERT_TRUE(fs::exists(partial.temporary()));
+    EXPECT_FALSE(fs::exists(output));
+    // No commit: an exception on the way leaves neither the output nor the temporary.
+  }
+  for (auto& entry : fs::directory_iterator(dir_))
+    EXPECT_NE(entry.path().filename().string().front(), '.') << "temporary left: " << entry.path();
+  EXPECT_FALSE(fs::exists(output));
+  AtomicOutput whole(output, {});
+  for (const char* piece : {"one ", "two ", "three"}) whole.write(piece);
+  whole.commit(false);
+  EXPECT_EQ(read(output), "one two three");
+  EXPECT_FALSE(fs::exists(whole.temporary()));
+  EXPECT_THROW(whole.write("more"), Error);  // closed: nothing reaches the file now
+  EXPECT_EQ(read(output), "one two three");
+}
