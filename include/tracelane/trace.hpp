@@ -15,6 +15,8 @@
 
 namespace tracelane {
 
+class Timings;
+
 using Ns = int64_t;  // time inside the core is always integer nanoseconds
 
 // A failure that stops one file: the message starts with the file, then the position.
@@ -148,7 +150,8 @@ struct ParseOptions {
 // Parses a trace from decompressed JSON bytes. Takes ownership of `json`. Throws Error
 // with "<source>: <reason>" on anything that is not a Kineto trace.
 Trace parse_trace(std::string json, std::string source);
-Trace parse_trace(std::string json, std::string source, const ParseOptions& options);
+// `timings`, when given, gets the parse's phases (pad, scan, read) as scoped timers.
+Trace parse_trace(std::string json, std::string source, const ParseOptions& options, Timings* timings = nullptr);
 
 // Builds a new event's text field by field, remembering where the values that merge may
 // rewrite sit, so synthesised events are patched exactly like read ones.
