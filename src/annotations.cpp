@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "annotations.hpp"
+#include "event_writer.hpp"
 #include "tracelane/decimal_time.hpp"
 
 namespace tracelane {
@@ -221,7 +222,8 @@ size_t coalesce_annotations(Trace& trace) {
   return removed;
 }
 
-void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactSummary& summary) {
+KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes) {
+  KernelRunCounts counts;
   for (const Lane& lane : lanes) {
     bool open = false;
     std::string_view run_name, run_name_raw;
@@ -241,7 +243,7 @@ void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactS
       event.ts = Time{true, true, run_start};
       event.dur = Time{true, true, run_end - run_start};
       trace.events.push_back(event);
-      ++summary.kernel_annotation_blocks;
+      ++counts.blocks;
       open = false;
     };
     for (uint32_t index : lane.slices) {
@@ -252,7 +254,7 @@ void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactS
         close();
         continue;
       }
-      ++summary.kernel_annotations_converted;
+      ++counts.converted;
       if (open && name == run_name) {
         run_end = end;
         continue;
@@ -266,6 +268,7 @@ void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactS
     }
     close();
   }
+  return counts;
 }
 
 }  // namespace tracelane

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tracelane/compact.hpp"
+#include "tracelane/lanes.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
@@ -57,8 +57,15 @@ struct SliceSet {
 // SPEC 5 "Coalesce annotations": returns the number of events removed.
 size_t coalesce_annotations(Trace& trace);
 
+// What annotate_kernel_runs() made: the kernels whose args.name joined a run, and the
+// spans the runs became (CompactSummary's kernel_annotations_converted and _blocks).
+struct KernelRunCounts {
+  size_t converted = 0;
+  size_t blocks = 0;
+};
+
 // SPEC 5 "Per-kernel annotations": runs of args.name on each lane become spans on the
 // lane's annotation track.
-void annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes, CompactSummary& summary);
+KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes);
 
 }  // namespace tracelane

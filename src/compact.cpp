@@ -13,7 +13,7 @@
 #include "annotations.hpp"
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
-#include "tracelane/event_writer.hpp"
+#include "event_writer.hpp"
 #include "tracelane/lanes.hpp"
 #include "tracelane/merge.hpp"
 #include "tracelane/restore.hpp"
@@ -406,7 +406,9 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   result.lanes = assign_lane_tids(trace, rules, set, result.track_tids);
   remap_related(trace, set, result.lanes, summary);
   summary.gpu_annotations_coalesced = coalesce_annotations(trace);
-  annotate_kernel_runs(trace, result.lanes, summary);
+  KernelRunCounts runs = annotate_kernel_runs(trace, result.lanes);
+  summary.kernel_annotations_converted = runs.converted;
+  summary.kernel_annotation_blocks = runs.blocks;
   split_crossing_annotation_tracks(trace, result.lanes, result.track_tids, summary);
   summary.lane_tids_unaligned = result.track_tids.unaligned();
   add_lane_metadata(trace, result.lanes);

@@ -1,4 +1,4 @@
-#include "tracelane/event_writer.hpp"
+#include "event_writer.hpp"
 
 #include <algorithm>
 

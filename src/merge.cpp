@@ -12,7 +12,7 @@
 
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
-#include "tracelane/event_writer.hpp"
+#include "event_writer.hpp"
 #include "tracelane/restore.hpp"
 #include "tracelane/summary.hpp"
 

@@ -300,6 +300,74 @@ int Rules::classify(std::string_view cat, std::string_view name) const {
   return fallback_group_;
 }
 
+// The built-in PP action grammar (SPEC 7, 9.5): what torch.distributed.pipelining writes.
+
+namespace {
+
+// Reads digits at `pos`; false when there are none or too many to be a stage/microbatch.
+bool read_number(std::string_view text, size_t& pos, int64_t& value, bool required) {
+  size_t begin = pos;
+  value = 0;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+    if (pos - begin >= 12) return false;
+    value = value * 10 + (text[pos] - '0');
+    ++pos;
+  }
+  return pos > begin || !required;
+}
+
+// Parses "<stage><op>[<microbatch>]" that must fill `text` exactly.
+std::optional<PpAction> parse_action_body(std::string_view text) {
+  static const char* ops[] = {"SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD",
+                              "F",      "I",      "W",      "B"};
+  size_t pos = 0;
+  PpAction action;
+  if (!read_number(text, pos, action.stage, true)) return std::nullopt;
+  for (const char* op : ops) {
+    std::string_view candidate(op);
+    if (text.substr(pos, candidate.size()) != candidate) continue;
+    size_t after = pos + candidate.size();
+    int64_t microbatch = 0;
+    size_t end = after;
+    if (!read_number(text, end, microbatch, false) || end != text.size()) continue;
+    action.op = op;
+    if (end > after) action.microbatch = microbatch;
+    bool takes_microbatch = action.op != "UNSHARD" && action.op != "RESHARD" && action.op != "REDUCE_GRAD";
+    if (!takes_microbatch && action.microbatch) return std::nullopt;
+    return action;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_pp_compute_op(std::string_view op) { return op == "F" || op == "I" || op == "W" || op == "B"; }
+
+std::vector<PpAction> parse_pp_actions(std::string_view name) {
+  if (name.substr(0, 3) != "PP:") return {};
+  std::string_view body = name.substr(3);
+  constexpr std::string_view kOverlap = ")OVERLAP_F_B";
+  if (!body.empty() && body.front() == '(' && body.size() > kOverlap.size() + 1 &&
+      body.substr(body.size() - kOverlap.size()) == kOverlap) {
+    std::string_view inner = body.substr(1, body.size() - 1 - kOverlap.size());
+    size_t semicolon = inner.find(';');
+    if (semicolon == std::string_view::npos) return {};
+    auto first = parse_action_body(inner.substr(0, semicolon));
+    auto second = parse_action_body(inner.substr(semicolon + 1));
+    if (!first || !second || !is_pp_compute_op(first->op) || !is_pp_compute_op(second->op)) return {};
+    return {*first, *second};
+  }
+  auto action = parse_action_body(body);
+  if (!action) return {};
+  return {*action};
+}
+
+std::optional<PpAction> parse_pp_action(std::string_view name) {
+  auto actions = parse_pp_actions(name);
+  if (actions.size() != 1) return std::nullopt;
+  return actions[0];
+}
+
 std::vector<PpAction> Rules::pp_actions(std::string_view name) const {
   if (pp_prefix_ == "PP:" && pp_patterns_.empty()) return parse_pp_actions(name);  // the common case
   if (!pp_prefix_.empty() && name.substr(0, pp_prefix_.size()) == pp_prefix_) {

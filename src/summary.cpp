@@ -1,7 +1,7 @@
 #include "tracelane/summary.hpp"
 
 #include "tracelane/decimal_time.hpp"
-#include "tracelane/event_writer.hpp"
+#include "event_writer.hpp"
 
 namespace tracelane {
 

@@ -5,12 +5,9 @@
 #include <string_view>
 #include <vector>
 
-namespace tracelane {
+#include "tracelane/rules.hpp"
 
-struct GroupInfo {
-  std::string id;     // "compute", "nccl_all_gather", ...
-  std::string label;  // "Compute", "NCCL all-gather", ...
-};
+namespace tracelane {
 
 // The groups in display order (SPEC 3, plus "sync" from SPEC 9.3).
 const std::vector<GroupInfo>& default_groups();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tracelane/lanes.hpp"
 #include "tracelane/pp_flows.hpp"
 #include "tracelane/trace.hpp"
 #include "tracelane/track_tids.hpp"
@@ -20,21 +21,6 @@ struct CompactOptions {
   bool pp_flows = true;  // single-trace rank-local and unshard arrows (SPEC 7)
   bool force = false;    // compact a trace that is already laned (SPEC 9.8)
   bool restore_data = true;  // write what restores the original (SPEC 9.12)
-};
-
-// One compacted lane and its annotation track.
-struct Lane {
-  int64_t pid = 0;
-  uint32_t gpu = 0;       // the pid's place among the trace's GPU pids (ascending)
-  int group = 0;          // index into the rules' groups
-  std::string group_id;   // "compute", "nccl_all_gather", ...
-  uint32_t number = 0;    // 0-based within (pid, group)
-  uint32_t lanes_in_group = 1;
-  int64_t tid = 0;
-  int64_t annotation_tid = 0;
-  std::vector<int64_t> annotation_subtracks;  // "<label> annotations (2)", ... (SPEC 9.6)
-  std::string label;
-  std::vector<uint32_t> slices;  // event indices, in (start, end) order
 };
 
 struct CompactSummary {

@@ -8,25 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "tracelane/rules.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
-
-struct PpAction {
-  int64_t stage = 0;
-  // Compute: F, I, W, B. Communication: SEND_F, RECV_F, SEND_B, RECV_B. FSDP: UNSHARD,
-  // RESHARD, REDUCE_GRAD (the last two are recognised but make no blocks).
-  std::string op;
-  std::optional<int64_t> microbatch;
-};
-
-// The actions an annotation name stands for, as torch.distributed.pipelining writes them
-// (SPEC 7 and 9.5): "PP:<stage><op>[<microbatch>]" (full match) gives one action, the
-// overlapped form "PP:(0F1;1B0)OVERLAP_F_B" gives its two sub-actions, anything else none.
-std::vector<PpAction> parse_pp_actions(std::string_view name);
-// The single action of a name, when it has exactly one.
-std::optional<PpAction> parse_pp_action(std::string_view name);
-bool is_pp_compute_op(std::string_view op);
 
 // One gpu_user_annotation X span, in output coordinates (after moves and merge shifts).
 struct AnnotationSpan {
@@ -72,8 +57,6 @@ struct PpResult {
 // in the order taken.
 std::vector<std::pair<size_t, size_t>> pair_by_nearest_midpoint(const std::vector<Ns>& source_sums,
                                                                 const std::vector<Ns>& destination_sums);
-
-class Rules;
 
 // The first synthetic flow id (SPEC 7).
 inline constexpr int64_t kFirstPpFlowId = 1000000000000;  // 1e12

@@ -4,19 +4,41 @@
 // `tracelane rules --print-defaults` prints is exactly what runs.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "tracelane/classify.hpp"
-#include "tracelane/pp_flows.hpp"
 
 namespace re2 {
 class RE2;
 }
 
 namespace tracelane {
+
+// A lane group: what classification rules assign a measured GPU slice to (SPEC 3).
+struct GroupInfo {
+  std::string id;     // "compute", "nccl_all_gather", ...
+  std::string label;  // "Compute", "NCCL all-gather", ...
+};
+
+// One pipeline-parallel schedule action that an annotation name stands for (SPEC 7).
+struct PpAction {
+  int64_t stage = 0;
+  // Compute: F, I, W, B. Communication: SEND_F, RECV_F, SEND_B, RECV_B. FSDP: UNSHARD,
+  // RESHARD, REDUCE_GRAD (the last two are recognised but make no blocks).
+  std::string op;
+  std::optional<int64_t> microbatch;
+};
+
+// The actions an annotation name stands for, as torch.distributed.pipelining writes them
+// (SPEC 7 and 9.5): "PP:<stage><op>[<microbatch>]" (full match) gives one action, the
+// overlapped form "PP:(0F1;1B0)OVERLAP_F_B" gives its two sub-actions, anything else none.
+std::vector<PpAction> parse_pp_actions(std::string_view name);
+// The single action of a name, when it has exactly one.
+std::optional<PpAction> parse_pp_action(std::string_view name);
+bool is_pp_compute_op(std::string_view op);
 
 // Regexes are RE2's (https://github.com/google/re2/wiki/Syntax): a user's pattern matches
 // in time linear in the name and in bounded memory, whatever the pattern and the name, so

@@ -15,6 +15,8 @@
 
 namespace tracelane {
 
+class Timings;
+
 using Ns = int64_t;  // time inside the core is always integer nanoseconds
 
 // A failure that stops one file: the message starts with the file, then the position.
@@ -148,31 +150,7 @@ struct ParseOptions {
 // Parses a trace from decompressed JSON bytes. Takes ownership of `json`. Throws Error
 // with "<source>: <reason>" on anything that is not a Kineto trace.
 Trace parse_trace(std::string json, std::string source);
-Trace parse_trace(std::string json, std::string source, const ParseOptions& options);
-
-// Builds a new event's text field by field, remembering where the values that merge may
-// rewrite sit, so synthesised events are patched exactly like read ones.
-class EventBuilder {
- public:
-  EventBuilder& raw(std::string_view key, std::string_view value_text, int field = -1);
-  EventBuilder& string(std::string_view key, std::string_view unescaped);
-  EventBuilder& integer(std::string_view key, int64_t value, int field = -1);
-  EventBuilder& time(std::string_view key, Ns ns, int field);
-  // Writes "args": {"name": <label>}, remembering the label for merge's rank prefix.
-  EventBuilder& args_name(std::string_view label);
-  // Finishes the object; the event's raw text lives in owner.arena.
-  Event finish(Trace& owner);
-
- private:
-  std::string text_ = "{";
-  std::array<Span, kFieldCount> spans_{};
-};
-
-// Sets a top-level key's raw JSON value, appending the key when the trace lacks it.
-void set_top_level(Trace& trace, const std::string& key, std::string raw_value);
-void remove_top_level(Trace& trace, const std::string& key);
-
-// Appends `text` as a JSON string literal (with quotes), escaping as JSON requires.
-void append_json_string(std::string& out, std::string_view text);
+// `timings`, when given, gets the parse's phases (pad, scan, read) as scoped timers.
+Trace parse_trace(std::string json, std::string source, const ParseOptions& options, Timings* timings = nullptr);
 
 }  // namespace tracelane

@@ -1,7 +1,10 @@
 // Writes events back as JSON: an unchanged event is its original bytes; a changed one is
-// its original bytes with only the changed values' text replaced.
+// its original bytes with only the changed values' text replaced. Also how the core makes
+// events and top-level values of its own (EventBuilder, set_top_level). Private to the core.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -10,6 +13,31 @@
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
+
+// Builds a new event's text field by field, remembering where the values that merge may
+// rewrite sit, so synthesised events are patched exactly like read ones.
+class EventBuilder {
+ public:
+  EventBuilder& raw(std::string_view key, std::string_view value_text, int field = -1);
+  EventBuilder& string(std::string_view key, std::string_view unescaped);
+  EventBuilder& integer(std::string_view key, int64_t value, int field = -1);
+  EventBuilder& time(std::string_view key, Ns ns, int field);
+  // Writes "args": {"name": <label>}, remembering the label for merge's rank prefix.
+  EventBuilder& args_name(std::string_view label);
+  // Finishes the object; the event's raw text lives in owner.arena.
+  Event finish(Trace& owner);
+
+ private:
+  std::string text_ = "{";
+  std::array<Span, kFieldCount> spans_{};
+};
+
+// Sets a top-level key's raw JSON value, appending the key when the trace lacks it.
+void set_top_level(Trace& trace, const std::string& key, std::string raw_value);
+void remove_top_level(Trace& trace, const std::string& key);
+
+// Appends `text` as a JSON string literal (with quotes), escaping as JSON requires.
+void append_json_string(std::string& out, std::string_view text);
 
 // Appends one event. `name_prefix` is put in front of args.name when the event's
 // name_prefixed flag is set (merge's "PP rank <p> | ").

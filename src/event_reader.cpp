@@ -1,0 +1,172 @@
+// The event reader (see event_reader.hpp): one event object at a time, in the order of its
+// fields, reading pid, tid, id, ts, dur, ph, cat, name, args.stream and args.name and
+// handing every other value to the grammar check.
+#include "event_reader.hpp"
+
+#include <array>
+
+#include "tracelane/decimal_time.hpp"
+
+namespace tracelane {
+
+namespace od = simdjson::ondemand;
+
+bool EventReader::read(od::value value, Event& event, size_t index, od::document& doc) {
+  od::object object;
+  if (value.get_object().get(object)) return false;
+  check_.checking_event(index, doc);
+  const char* begin = nullptr;
+  std::array<std::string_view, kFieldCount> tokens{};
+  constexpr size_t kFieldLevel = 4;  // the document 1, traceEvents 2, the event 3
+  for (auto field_result : object) {
+    od::field field;
+    if (auto error = std::move(field_result).get(field)) check_.fail_json(error);
+    od::raw_json_string key = field.key();
+    check_.check_key(key);
+    od::value v = field.value();
+    if (!begin) {
+      // The first key's quote is one token after '{'; step back over whitespace.
+      const char* key_quote = reinterpret_cast<const char*>(key.raw()) - 1;
+      begin = key_quote - 1;
+      while (*begin != '{') --begin;
+    }
+    if (key == "ph") {
+      read_string(v, event.ph, kFieldLevel);
+    } else if (key == "cat") {
+      read_string(v, event.cat, kFieldLevel);
+    } else if (key == "name") {
+      read_string(v, event.name, kFieldLevel);
+    } else if (key == "pid") {
+      read_id(v, event.pid, tokens[kPid], kFieldLevel);
+    } else if (key == "tid") {
+      read_id(v, event.tid, tokens[kTid], kFieldLevel);
+    } else if (key == "id") {
+      read_id(v, event.id, tokens[kId], kFieldLevel);
+    } else if (key == "ts") {
+      read_time(v, event.ts, tokens[kTs], kFieldLevel);
+    } else if (key == "dur") {
+      read_time(v, event.dur, tokens[kDur], kFieldLevel);
+    } else if (key == "args") {
+      od::json_type type;
+      if (auto error = v.type().get(type)) check_.fail_json(error);
+      if (type != od::json_type::object) {
+        check_.check_value(v, kFieldLevel);
+        continue;
+      }
+      od::object args;
+      if (auto error = v.get_object().get(args)) check_.fail_json(error);
+      event.has_args = true;
+      for (auto arg_result : args) {
+        od::field arg;
+        if (auto error = std::move(arg_result).get(arg)) check_.fail_json(error);
+        od::raw_json_string arg_key = arg.key();
+        check_.check_key(arg_key);
+        od::value arg_value = arg.value();
+        if (arg_key == "stream") {
+          read_id(arg_value, event.stream, tokens[kStream], kFieldLevel + 1);
+        } else if (arg_key == "name") {
+          std::string_view raw = trim_right(arg_value.raw_json_token());
+          if (!raw.empty() && raw[0] == '"') tokens[kArgName] = raw;
+          read_string(arg_value, event.arg_name, kFieldLevel + 1);
+        } else {
+          if (arg_key == "original_stream") event.has_original_stream = true;
+          check_.check_value(arg_value, kFieldLevel + 1);
+        }
+      }
+    } else {
+      check_.check_value(v, kFieldLevel);
+    }
+  }
+  // The object is consumed; the iterator stands on the ',' or ']' after it.
+  const char* end_token = nullptr;
+  if (doc.current_location().get(end_token)) check_.fail("unexpected end of traceEvents", nullptr);
+  if (!begin) {
+    // An empty object "{}": find its braces around the current position.
+    const char* p = end_token - 1;
+    while (*p != '}') --p;
+    const char* q = p - 1;
+    while (*q != '{') --q;
+    begin = q;
+  }
+  std::string_view raw(begin, size_t(end_token - begin));
+  raw = trim_right(raw);
+  event.raw = raw;
+  event.byte_offset = check_.offset(begin);
+  for (int f = 0; f < kFieldCount; ++f) {
+    if (tokens[f].data()) {
+      event.spans[f].offset = uint32_t(tokens[f].data() - begin);
+      event.spans[f].length = uint32_t(tokens[f].size());
+    }
+  }
+  return true;
+}
+
+void EventReader::read_string(od::value& v, std::string_view& out, size_t level) {
+  // Most strings have no escapes: view them in place instead of unescaping a copy. The
+  // others are unescaped into the parser's buffer and copied out, so the parser can go.
+  std::string_view raw = trim_right(v.raw_json_token());
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' &&
+      raw.find('\\') == std::string_view::npos) {
+    out = raw.substr(1, raw.size() - 2);
+    return;
+  }
+  if (raw.empty() || raw[0] != '"') {
+    check_.check_value(v, level);  // not a string: the field keeps no value, but must be JSON
+    return;
+  }
+  check_.check_string(raw);
+  std::string_view s;
+  if (v.get_string().get(s) == simdjson::SUCCESS) {
+    out = strings_.keep(s);
+  } else {
+    // Grammatical but not decodable: a lone UTF-16 surrogate such as "\ud800", which JSON
+    // allows and simdjson refuses to decode. Keep the text as written (escapes and all)
+    // rather than refuse the trace or read the name as empty.
+    out = raw.substr(1, raw.size() - 2);
+  }
+}
+
+void EventReader::read_id(od::value& v, Id& id, std::string_view& token, size_t level) {
+  id = Id{};
+  od::json_type type;
+  if (auto error = v.type().get(type)) check_.fail_json(error);
+  std::string_view raw = check_.checked_text(v, level);
+  token = raw;
+  if (type == od::json_type::number && parse_json_int(raw, id.value)) {
+    id.kind = Id::Kind::integer;
+  } else if (type == od::json_type::string) {
+    id.kind = Id::Kind::string;
+  } else {
+    id.kind = Id::Kind::other;
+  }
+}
+
+void EventReader::read_time(od::value& v, Time& time, std::string_view& token, size_t level) {
+  time = Time{};
+  time.present = true;
+  od::json_type type;
+  if (auto error = v.type().get(type)) check_.fail_json(error);
+  std::string_view raw = check_.checked_text(v, level);
+  token = raw;
+  // Beyond kMaxTimeNs a time is not numeric: sums and differences of times stay in int64.
+  if (type == od::json_type::number)
+    time.numeric = parse_us_as_ns(raw, time.ns) && time.ns >= -kMaxTimeNs && time.ns <= kMaxTimeNs;
+  if (type == od::json_type::object || type == od::json_type::array) token = {};  // never spliced
+}
+
+void read_events(Trace& trace, EventReader& reader, od::document& doc, od::array& events, size_t& index) {
+  for (auto element : events) {
+    od::value v;
+    if (auto error = std::move(element).get(v)) reader.check().fail_json(error, doc, "in traceEvents");
+    Event& event = trace.events.emplace_back();
+    const char* where = nullptr;
+    if (doc.current_location().get(where)) where = nullptr;
+    if (!reader.read(v, event, index, doc)) {
+      reader.check().fail("event #" + std::to_string(index) + " is not a JSON object", where);
+    }
+    if (event.tid.is_int() && event.tid.value > trace.max_int_tid) trace.max_int_tid = event.tid.value;
+    ++index;
+  }
+}
+
+}  // namespace tracelane

@@ -1,0 +1,86 @@
+// The byte scanner of the trace reader: bytes -> the traceEvents list and the boundaries of
+// its events, cut into chunks that simdjson can read one at a time (SPEC 9.10).
+//
+// simdjson reads at most 4 GiB in one document, and indexes a whole document before reading
+// it. A larger document is read in chunks of whole events, in place: the scanner finds the
+// list and the separators between its elements; each chunk is the bytes from one separator
+// to a later one, and ChunkBrackets writes '[' and ']' over those two bytes while simdjson
+// reads it (and puts them back afterwards). The scanner knows strings, escapes and bracket
+// nesting, and little more: simdjson validates every byte afterwards.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tracelane {
+
+// Where the chunked path reads traceEvents: the array's brackets, and chunks of whole
+// events, each the bytes from the separator before its first event (the array's '[' or a
+// ',') to the separator after its last (a ',' or the array's ']'), both inclusive.
+struct ChunkPlan {
+  size_t array_begin = 0, array_end = 0;
+  std::vector<std::pair<size_t, size_t>> chunks;
+};
+
+// Finds, without parsing values, the first top-level traceEvents list and the separators
+// between its elements.
+class Scanner {
+ public:
+  Scanner(const char* data, size_t size) : d_(data), n_(size) {}
+
+  // Plans chunks of at most `chunk_limit` bytes (more only when one event is larger by
+  // itself). False when the document is not an object whose first traceEvents value is a
+  // well-formed list; message() then says why.
+  bool plan(size_t chunk_limit, ChunkPlan& out);
+
+  // "<reason>" or "<reason> (byte <offset>)", worded as the one-shot path words it.
+  std::string message() const;
+
+ private:
+  static constexpr size_t kNowhere = SIZE_MAX;
+
+  static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+  bool fail(std::string reason, size_t where);
+  bool truncated();
+  void skip_ws();
+  bool skip_string();
+  bool skip_value();
+  bool scan_array(size_t chunk_limit, ChunkPlan& out);
+  static bool is_trace_events(std::string_view raw);
+
+  const char* d_;
+  size_t n_;
+  size_t p_ = 0;
+  std::string closers_;
+  std::string reason_;
+  size_t where_ = kNowhere;
+};
+
+// Writes '[' and ']' over a chunk's two separators while simdjson reads it, so that the
+// chunk is a JSON array of its events; puts the two bytes back when it goes.
+class ChunkBrackets {
+ public:
+  ChunkBrackets(char* document, size_t first, size_t last)
+      : document_(document), first_(first), last_(last), saved_first_(document[first]), saved_last_(document[last]) {
+    document_[first_] = '[';
+    document_[last_] = ']';
+  }
+  ~ChunkBrackets() {
+    document_[first_] = saved_first_;
+    document_[last_] = saved_last_;
+  }
+  ChunkBrackets(const ChunkBrackets&) = delete;
+  ChunkBrackets& operator=(const ChunkBrackets&) = delete;
+
+ private:
+  char* document_;
+  size_t first_, last_;
+  char saved_first_, saved_last_;
+};
+
+}  // namespace tracelane

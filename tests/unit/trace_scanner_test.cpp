@@ -1,0 +1,152 @@
+// The trace reader's parts on their own: the byte scanner's chunk plan (trace_scanner.hpp)
+// and the grammar check's positions (json_grammar.hpp).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "json_grammar.hpp"
+#include "test_support.hpp"
+#include "trace_scanner.hpp"
+#include "tracelane/timings.hpp"
+
+using namespace tracelane;
+
+namespace {
+
+// The chunks of `json` as text, each from its first separator to its last, inclusive.
+std::vector<std::string> chunk_texts(const std::string& json, size_t chunk_limit) {
+  Scanner scanner(json.data(), json.size());
+  ChunkPlan plan;
+  EXPECT_TRUE(scanner.plan(chunk_limit, plan)) << scanner.message();
+  std::vector<std::string> texts;
+  for (auto [first, last] : plan.chunks) texts.push_back(json.substr(first, last - first + 1));
+  return texts;
+}
+
+std::string scan_failure(const std::string& json) {
+  Scanner scanner(json.data(), json.size());
+  ChunkPlan plan;
+  EXPECT_FALSE(scanner.plan(1 << 20, plan));
+  return scanner.message();
+}
+
+}  // namespace
+
+TEST(Scanner, FindsTheListAndOneChunkWhenEverythingFits) {
+  std::string json = R"({"a": [1, {"b": 2}], "traceEvents": [{"x": 1}, {"x": 2}], "z": 3})";
+  Scanner scanner(json.data(), json.size());
+  ChunkPlan plan;
+  ASSERT_TRUE(scanner.plan(1 << 20, plan));
+  EXPECT_EQ(json[plan.array_begin], '[');
+  EXPECT_EQ(json[plan.array_end], ']');
+  EXPECT_EQ(json.substr(plan.array_begin, plan.array_end - plan.array_begin + 1), R"([{"x": 1}, {"x": 2}])");
+  ASSERT_EQ(plan.chunks.size(), 1u);
+  EXPECT_EQ(plan.chunks[0], std::make_pair(plan.array_begin, plan.array_end));
+}
+
+TEST(Scanner, AnEventAcrossAChunkEdgeStaysWholeInTheNextChunk) {
+  // A limit of 20 bytes ends inside the second event: the first chunk stops at the ','
+  // before it, and the next chunk starts on that same ','.
+  std::string json = R"({"traceEvents": [{"n": 1}, {"name": "long enough"}, {"n": 3}]})";
+  EXPECT_EQ(chunk_texts(json, 20), (std::vector<std::string>{R"([{"n": 1},)", R"(, {"name": "long enough"},)",
+                                                              R"(, {"n": 3}])"}));
+}
+
+TEST(Scanner, AnEventLargerThanTheLimitIsAChunkByItself) {
+  std::string json = R"({"traceEvents": [{"name": "far longer than the limit"}, {"n": 2}]})";
+  EXPECT_EQ(chunk_texts(json, 8),
+            (std::vector<std::string>{R"([{"name": "far longer than the limit"},)", R"(, {"n": 2}])"}));
+}
+
+TEST(Scanner, BracesCommasAndEscapedQuotesInsideStringsDoNotEndAnEvent) {
+  // "}", "]" and "," inside a string, an escaped quote, and a string ending in an escaped
+  // backslash: a scanner that missed any of them would cut the first event short.
+  std::string first = R"({"name": "a}], \"b\" {[", "cat": "c:\\", "args": {"s": "\\\""}})";
+  std::string json = "{\"traceEvents\": [" + first + R"(, {"n": 2}]})";
+  EXPECT_EQ(chunk_texts(json, 4), (std::vector<std::string>{"[" + first + ",", R"(, {"n": 2}])"}));
+}
+
+TEST(Scanner, AKeyWrittenWithEscapesIsStillTraceEvents) {
+  std::string json = R"({"trace\u0045vents": [{"n": 1}]})";
+  EXPECT_EQ(chunk_texts(json, 1 << 20), (std::vector<std::string>{R"([{"n": 1}])"}));
+}
+
+TEST(Scanner, MismatchedBracketsAreReportedAtTheirByte) {
+  std::string json = R"({"traceEvents": [{"args": [1, 2}}]})";
+  size_t wrong = json.find("2}") + 1;
+  EXPECT_EQ(scan_failure(json), "invalid JSON: mismatched brackets (byte " + std::to_string(wrong) + ")");
+}
+
+TEST(Scanner, ATruncatedDocumentSaysWhereItEnds) {
+  std::string json = R"({"traceEvents": [{"n": 1}, {"n")";
+  EXPECT_EQ(scan_failure(json), "invalid JSON: the document does not end with '}' (truncated, or trailing content) "
+                                "(byte " + std::to_string(json.size() - 1) + ")");
+}
+
+TEST(ChunkBrackets, MakeAChunkAnArrayAndPutTheSeparatorsBack) {
+  std::string json = R"({"traceEvents": [{"n": 1}, {"n": 2}, {"n": 3}]})";
+  std::string before = json;
+  size_t first = json.find(", {\"n\": 2}"), last = json.find(", {\"n\": 3}");
+  {
+    ChunkBrackets brackets(json.data(), first, last);
+    EXPECT_EQ(json.substr(first, last - first + 1), R"([ {"n": 2}])");
+  }
+  EXPECT_EQ(json, before);
+}
+
+TEST(GrammarCheck, AtomsFollowJsonsNumberGrammar) {
+  for (const char* good : {"0", "-1", "1.5", "1e9", "1.5E-3", "true", "false", "null", "\"s\""})
+    EXPECT_TRUE(valid_atom(good)) << good;
+  for (const char* bad : {"1.5R1", "NaN", "tru", "01", "1.", "-", ".5", "1e", "+1"})
+    EXPECT_FALSE(valid_atom(bad)) << bad;
+}
+
+TEST(GrammarCheck, EscapesFollowJsonsStringGrammar) {
+  EXPECT_TRUE(valid_escapes(R"("a\"b\\c\/\n\u00e9")"));
+  EXPECT_FALSE(valid_escapes(R"("\x41")"));
+  EXPECT_FALSE(valid_escapes(R"("\u00g1")"));
+}
+
+TEST(GrammarCheck, AnInvalidSkippedValueIsReportedAtItsByte) {
+  // "other" is not a field tracelane reads: only the grammar check looks at its value.
+  std::string json = R"({"traceEvents": [{"ph": "X", "other": [1, 1.5R1]}]})";
+  size_t at = json.find("1.5R1");
+  EXPECT_EQ(tracelane::testing::error_message([&] { parse_trace(json, "t.json"); }),
+            "t.json: invalid JSON in event #0: the value '1.5R1' is not JSON (byte " + std::to_string(at) + ")");
+}
+
+TEST(GrammarCheck, ABadEscapeInTheChunkedPathIsReportedAtItsByteInTheWholeDocument) {
+  std::string json = R"({"traceEvents": [{"n": 1}, {"n": 2}, {"name": "a\qb"}], "z": 1})";
+  size_t at = json.find("\"a\\q");
+  std::string expected = "t.json: invalid JSON in event #2: a string has an escape JSON does not have (byte " +
+                         std::to_string(at) + ")";
+  EXPECT_EQ(tracelane::testing::error_message([&] { parse_trace(json, "t.json"); }), expected);
+  EXPECT_EQ(tracelane::testing::error_message([&] { parse_trace(json, "t.json", {.max_document_bytes = 24}); }),
+            expected);
+}
+
+namespace {
+
+std::vector<std::string> phase_names(const Timings& timings) {
+  std::vector<std::string> names;
+  for (const auto& phase : timings.phases()) names.push_back(std::string(phase.depth, ' ') + phase.name);
+  return names;
+}
+
+}  // namespace
+
+TEST(ParseTimings, TheOneShotPathTimesPaddingAndReading) {
+  Timings timings;
+  {
+    Timings::Scope parse(&timings, "parse");
+    parse_trace(R"({"traceEvents": [{"n": 1}]})", "t.json", {}, &timings);
+  }
+  EXPECT_EQ(phase_names(timings), (std::vector<std::string>{"parse", " pad", " read"}));
+}
+
+TEST(ParseTimings, TheChunkedPathAlsoTimesTheScan) {
+  Timings timings;
+  parse_trace(R"({"traceEvents": [{"n": 1}, {"n": 2}, {"n": 3}]})", "t.json", {.max_document_bytes = 16}, &timings);
+  EXPECT_EQ(phase_names(timings), (std::vector<std::string>{"pad", "scan", "read"}));
+}
