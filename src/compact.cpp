@@ -1,8 +1,11 @@
-// The compaction driver. compact_trace reads like the pipeline it runs:
-//   extract_slices -> assign_lane_tids -> remap_related -> coalesce_annotations ->
-//   annotate_kernel_runs -> add_lane_metadata -> add_pp_flows -> validate
-// Every pass works on the parsed events in place; events keep their original bytes and
-// only record which values change (see trace.hpp).
+// The compaction driver. compact_trace, at the end of this file, is the list of passes:
+//   check_already_laned -> extract_slices -> build_lanes -> remap_related ->
+//   coalesce_annotations -> annotate_kernel_runs -> split_annotation_tracks ->
+//   add_lane_metadata -> mark_compacted -> add_pp_flows -> count_summary -> validate
+// Every pass has one shape, `void pass(Compaction& c)`, and opens with a scoped timer of
+// its own name, so `--timings` shows where a compaction spends its time. The passes work
+// on the parsed events in place; events keep their original bytes and only record which
+// values change (see trace.hpp).
 #include "tracelane/compact.hpp"
 
 #include <algorithm>
@@ -14,10 +17,13 @@
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "event_writer.hpp"
+#include "tracelane/distributed_info.hpp"
+#include "tracelane/json_value.hpp"
 #include "tracelane/lanes.hpp"
-#include "tracelane/merge.hpp"
 #include "tracelane/restore.hpp"
 #include "tracelane/rules.hpp"
+#include "tracelane/summary.hpp"
+#include "tracelane/timings.hpp"
 
 namespace tracelane {
 namespace {
@@ -44,9 +50,41 @@ bool legacy_stream_tid(const Event& event) {
   return event.id_text(kTid) == expected;
 }
 
-// Pass 1: find the measured slices (SPEC 2), the cuda_sync slices that sit on their
-// streams (SPEC 9.3), and the old streams they live on.
-void extract_slices(Trace& trace, const Rules& rules, SliceSet& set, CompactSummary& summary) {
+// What the passes share: the trace being compacted, the rules, and what the passes build
+// (the slices, the lanes and their tids, the summary), which compact_trace returns.
+struct Compaction {
+  Compaction(CompactedTrace& out, const CompactOptions& options)
+      : out(out),
+        trace(out.trace),
+        summary(out.summary),
+        rules(options.rules ? *options.rules : Rules::defaults()),
+        options(options),
+        timings(options.timings) {}
+
+  CompactedTrace& out;       // lanes, track_tids and pid_tracks are filled in by the passes
+  Trace& trace;              // out.trace, compacted in place
+  CompactSummary& summary;   // out.summary
+  const Rules& rules;        // options.rules, or the built-in ones
+  const CompactOptions& options;
+  Timings* timings;          // null: no pass reads a clock
+  SliceSet slices;           // the measured slices and their old streams, from extract_slices on
+};
+
+// SPEC 9.8: a trace whose exporter laned its CUDA-graph kernels itself is left as it is.
+bool check_already_laned(Compaction& c) {
+  Timings::Scope t(c.timings, "check_already_laned");
+  c.out.already_laned = already_laned_reason(c.trace);
+  return !c.out.already_laned.empty();
+}
+
+// Finds the measured slices (SPEC 2), the cuda_sync slices that sit on their streams
+// (SPEC 9.3), and the old streams they live on.
+void extract_slices(Compaction& c) {
+  Timings::Scope t(c.timings, "extract_slices");
+  Trace& trace = c.trace;
+  const Rules& rules = c.rules;
+  SliceSet& set = c.slices;
+  CompactSummary& summary = c.summary;
   auto& events = trace.events;
   for (size_t i = 0; i < events.size(); ++i) {
     Event& event = events[i];
@@ -84,14 +122,20 @@ void extract_slices(Trace& trace, const Rules& rules, SliceSet& set, CompactSumm
   summary.original_streams = set.streams.size();
 }
 
-// Pass 2: lanes per (GPU pid, group), then tids for lanes and for annotation tracks, by
-// the rule in track_tids.cpp (the same lane has the same tid on every rank).
-std::vector<Lane> assign_lane_tids(Trace& trace, const Rules& rules, SliceSet& set, TrackTids& tids) {
-  const auto& groups = rules.groups();
+// Packs each (GPU pid, group)'s slices into lanes (lanes.cpp), then gives tids to lanes
+// and to their annotation tracks by the rule in track_tids.cpp (the same lane has the same
+// tid on every rank).
+void build_lanes(Compaction& c) {
+  Timings::Scope t(c.timings, "build_lanes");
+  Trace& trace = c.trace;
+  SliceSet& set = c.slices;
+  c.out.track_tids = TrackTids(trace.events);
+  TrackTids& tids = c.out.track_tids;
+  const auto& groups = c.rules.groups();
   // (pid, group) -> slice indices, in traceEvents order.
   std::map<std::pair<int64_t, int>, std::vector<uint32_t>> families;
   for (uint32_t s = 0; s < set.slices.size(); ++s) families[{set.slices[s].pid, set.slices[s].group}].push_back(s);
-  std::vector<Lane> lanes;
+  std::vector<Lane>& lanes = c.out.lanes;
   uint32_t gpu = 0;
   for (auto& [key, members] : families) {
     if (!lanes.empty() && lanes.back().pid != key.first) ++gpu;
@@ -130,11 +174,15 @@ std::vector<Lane> assign_lane_tids(Trace& trace, const Rules& rules, SliceSet& s
     for (uint32_t& s : lane.slices) s = set.slices[s].event;  // from now on: event indices
   }
   for (const Slice& slice : set.slices) trace.events[slice.event].set_tid(lanes[slice.lane].tid, true);
-  return lanes;
 }
 
-// Pass 3: events tied to old streams follow their slices (SPEC 5, 9.2).
-void remap_related(Trace& trace, const SliceSet& set, const std::vector<Lane>& lanes, CompactSummary& summary) {
+// Events tied to old streams follow their slices (SPEC 5, 9.2).
+void remap_related(Compaction& c) {
+  Timings::Scope t(c.timings, "remap_related");
+  Trace& trace = c.trace;
+  const SliceSet& set = c.slices;
+  const std::vector<Lane>& lanes = c.out.lanes;
+  CompactSummary& summary = c.summary;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     Event& event = trace.events[i];
     if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
@@ -162,7 +210,40 @@ void remap_related(Trace& trace, const SliceSet& set, const std::vector<Lane>& l
   }
 }
 
-// Pass: Perfetto-clean annotation tracks (SPEC 9.6). Perfetto drops or spills a slice
+// Identical annotations that overlap become one (SPEC 5; annotations.cpp).
+void coalesce_annotations(Compaction& c) {
+  Timings::Scope t(c.timings, "coalesce_annotations");
+  c.summary.gpu_annotations_coalesced = tracelane::coalesce_annotations(c.trace);
+}
+
+// Runs of per-kernel CUDA-graph annotations become spans on their lane's annotation track
+// (SPEC 5; annotations.cpp).
+void annotate_kernel_runs(Compaction& c) {
+  Timings::Scope t(c.timings, "annotate_kernel_runs");
+  KernelRunCounts runs = tracelane::annotate_kernel_runs(c.trace, c.out.lanes);
+  c.summary.kernel_annotations_converted = runs.converted;
+  c.summary.kernel_annotation_blocks = runs.blocks;
+}
+
+// PP block building needs each GPU pid's main compute and unshard annotation tracks.
+std::vector<PidTracks> pid_tracks_of(const std::vector<Lane>& lanes) {
+  std::vector<PidTracks> result;
+  for (const Lane& lane : lanes) {
+    if (result.empty() || result.back().pid != lane.pid) result.push_back({lane.pid});
+    PidTracks& tracks = result.back();
+    if (lane.group_id == "compute" && lane.number == 0) {
+      tracks.main_compute_track = lane.annotation_tid;
+      tracks.main_compute_subtracks = lane.annotation_subtracks;
+    }
+    if (lane.group_id == "nccl_all_gather" && lane.number < 2) {
+      tracks.unshard_tracks.push_back(lane.annotation_tid);
+      for (int64_t sub : lane.annotation_subtracks) tracks.unshard_tracks.push_back(sub);
+    }
+  }
+  return result;
+}
+
+// Perfetto-clean annotation tracks (SPEC 9.6). Perfetto drops or spills a slice
 // that partially overlaps another on its track, so each annotation track whose spans
 // cross is split into sub-tracks on which spans only nest or follow each other. Spans are
 // visited by (start, longest first); each goes to the first sub-track where it nests in
@@ -190,8 +271,13 @@ std::string written_time(const Event& event, Field field) {
   return ns_as_us(field == kTs ? event.new_ts : event.new_dur);
 }
 
-void split_crossing_annotation_tracks(Trace& trace, std::vector<Lane>& lanes, TrackTids& tids,
-                                      CompactSummary& summary) {
+// The tracks are final afterwards: pid_tracks records them for PP block building.
+void split_annotation_tracks(Compaction& c) {
+  Timings::Scope t(c.timings, "split_annotation_tracks");
+  Trace& trace = c.trace;
+  std::vector<Lane>& lanes = c.out.lanes;
+  TrackTids& tids = c.out.track_tids;
+  CompactSummary& summary = c.summary;
   std::unordered_map<int64_t, size_t> lane_of_track;
   for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
   std::vector<std::vector<uint32_t>> on_track(lanes.size());
@@ -243,11 +329,16 @@ void split_crossing_annotation_tracks(Trace& trace, std::vector<Lane>& lanes, Tr
       event.set_tid(lanes[l].annotation_subtracks[chosen - 1], false);
     }
   }
+  summary.lane_tids_unaligned = tids.unaligned();
+  c.out.pid_tracks = pid_tracks_of(lanes);
 }
 
-// Pass: lane metadata (SPEC 5). Annotation tracks that hold something sort directly
-// above their lane.
-void add_lane_metadata(Trace& trace, const std::vector<Lane>& lanes) {
+// Lane metadata (SPEC 5): thread_name and thread_sort_index for every lane and annotation
+// track. Annotation tracks that hold something sort directly above their lane.
+void add_lane_metadata(Compaction& c) {
+  Timings::Scope t(c.timings, "add_lane_metadata");
+  Trace& trace = c.trace;
+  const std::vector<Lane>& lanes = c.out.lanes;
   std::unordered_map<int64_t, bool> annotated;  // annotation tid -> holds an annotation
   for (const auto& lane : lanes) annotated[lane.annotation_tid] = false;
   for (const Event& event : trace.events) {
@@ -282,9 +373,48 @@ void add_lane_metadata(Trace& trace, const std::vector<Lane>& lanes) {
   }
 }
 
+// The top-level key that says the file is compacted, by what and under which policy.
+void mark_compacted(Compaction& c) {
+  Timings::Scope t(c.timings, "mark_compacted");
+  JsonValue mark = JsonValue::object();
+  mark.set("algorithm", JsonValue::string("semantic interval partitioning"));
+  mark.set("measurement_policy", JsonValue::string(kMeasurementPolicy));
+  mark.set("source", JsonValue::string("tracelane " TRACELANE_VERSION));
+  set_top_level(c.trace, "cuda_graph_stream_compaction", mark.dump(-1));
+}
+
+// Rank-local and unshard arrows (SPEC 7) between this trace's own PP blocks; a merge
+// replaces them with the merged file's.
+void add_pp_flows(Compaction& c) {
+  Timings::Scope t(c.timings, "add_pp_flows");
+  CompactSummary& summary = c.summary;
+  summary.has_pp = true;
+  summary.pp_rank = single_trace_pp_rank(c.trace);
+  for (auto& tracks : c.out.pid_tracks) tracks.pp_rank = summary.pp_rank;
+  PpResult pp = build_pp_flows(collect_annotation_spans(c.trace), c.out.pid_tracks, false, c.options.rules);
+  append_pp_flow_events(pp.flows, c.trace);
+  summary.pp = pp.counts;
+  set_top_level(c.trace, "cuda_graph_pp_local_flows", local_pp_flows_summary(summary).dump(-1));
+}
+
+// The summary's counts of what the passes left (SPEC 6), rather than of what they did.
+void count_summary(Compaction& c) {
+  Timings::Scope t(c.timings, "count_summary");
+  CompactSummary& summary = c.summary;
+  summary.compacted_lanes = c.out.lanes.size();
+  for (const Slice& slice : c.slices.slices) ++summary.slice_groups[c.rules.groups()[slice.group].id];
+  for (const Lane& lane : c.out.lanes) ++summary.lanes_by_group[lane.group_id];
+  for (const Event& event : c.trace.events)
+    if (!event.dropped && event.cat == "gpu_user_annotation") ++summary.gpu_annotations_retained;
+}
+
 // Self-validation (SPEC 6), from the events as they will be written: the same slices,
 // unchanged but for tid and args.stream, and no two overlapping on one lane.
-void validate(const Trace& trace, const SliceSet& set, uint8_t allowed_changes) {
+void validate(Compaction& c) {
+  Timings::Scope t(c.timings, "validate");
+  const Trace& trace = c.trace;
+  const SliceSet& set = c.slices;
+  constexpr uint8_t allowed_changes = uint8_t(1u << kTid | 1u << kStream);
   size_t count = 0;
   std::unordered_map<int64_t, std::vector<std::pair<Ns, Ns>>> by_lane;
   for (size_t i = 0; i < trace.events.size(); ++i) {
@@ -311,24 +441,6 @@ void validate(const Trace& trace, const SliceSet& set, uint8_t allowed_changes) 
   }
 }
 
-// PP block building needs each GPU pid's main compute and unshard annotation tracks.
-std::vector<PidTracks> pid_tracks_of(const std::vector<Lane>& lanes) {
-  std::vector<PidTracks> result;
-  for (const Lane& lane : lanes) {
-    if (result.empty() || result.back().pid != lane.pid) result.push_back({lane.pid});
-    PidTracks& tracks = result.back();
-    if (lane.group_id == "compute" && lane.number == 0) {
-      tracks.main_compute_track = lane.annotation_tid;
-      tracks.main_compute_subtracks = lane.annotation_subtracks;
-    }
-    if (lane.group_id == "nccl_all_gather" && lane.number < 2) {
-      tracks.unshard_tracks.push_back(lane.annotation_tid);
-      for (int64_t sub : lane.annotation_subtracks) tracks.unshard_tracks.push_back(sub);
-    }
-  }
-  return result;
-}
-
 }  // namespace
 
 void rebuild_annotation_tracks(CompactedTrace& compacted) {
@@ -346,10 +458,10 @@ void rebuild_annotation_tracks(CompactedTrace& compacted) {
   }
   std::vector<PidTracks> old_tracks = std::move(compacted.pid_tracks);
   compacted.summary.annotation_subtracks = 0;
-  split_crossing_annotation_tracks(trace, compacted.lanes, compacted.track_tids, compacted.summary);
-  compacted.summary.lane_tids_unaligned = compacted.track_tids.unaligned();
-  add_lane_metadata(trace, compacted.lanes);
-  compacted.pid_tracks = pid_tracks_of(compacted.lanes);
+  const CompactOptions options;  // the two passes below read no option
+  Compaction c(compacted, options);
+  split_annotation_tracks(c);
+  add_lane_metadata(c);
   for (size_t k = 0; k < compacted.pid_tracks.size() && k < old_tracks.size(); ++k)
     compacted.pid_tracks[k].pp_rank = old_tracks[k].pp_rank;
 }
@@ -367,16 +479,6 @@ std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
   return spans;
 }
 
-int single_trace_pp_rank(const Trace& trace) {
-  DistributedInfo info = read_distributed_info(trace);
-  if (!info.rank) return 0;
-  for (const auto& group : info.pp_groups) {
-    auto it = std::find(group.begin(), group.end(), *info.rank);
-    if (it != group.end()) return int(it - group.begin());
-  }
-  return 0;
-}
-
 std::string already_laned_reason(const Trace& trace) {
   if (const TopLevelField* flag = trace.find_top("cudaGraphInlineAnnotated"); flag && flag->value_raw == "true")
     return "top-level cudaGraphInlineAnnotated is true";
@@ -390,59 +492,32 @@ std::string already_laned_reason(const Trace& trace) {
 
 CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   CompactedTrace result;
-  result.restore_data = options.restore_data;
-  if (!options.force) {
-    result.already_laned = already_laned_reason(trace);
-    if (!result.already_laned.empty()) {
-      result.trace = std::move(trace);
-      return result;
-    }
-  }
-  CompactSummary& summary = result.summary;
-  const Rules& rules = options.rules ? *options.rules : Rules::defaults();
-  SliceSet set;
-  extract_slices(trace, rules, set, summary);
-  result.track_tids = TrackTids(trace.events);
-  result.lanes = assign_lane_tids(trace, rules, set, result.track_tids);
-  remap_related(trace, set, result.lanes, summary);
-  summary.gpu_annotations_coalesced = coalesce_annotations(trace);
-  KernelRunCounts runs = annotate_kernel_runs(trace, result.lanes);
-  summary.kernel_annotations_converted = runs.converted;
-  summary.kernel_annotation_blocks = runs.blocks;
-  split_crossing_annotation_tracks(trace, result.lanes, result.track_tids, summary);
-  summary.lane_tids_unaligned = result.track_tids.unaligned();
-  add_lane_metadata(trace, result.lanes);
-
-  summary.compacted_lanes = result.lanes.size();
-  for (const Slice& slice : set.slices) ++summary.slice_groups[rules.groups()[slice.group].id];
-  for (const Lane& lane : result.lanes) ++summary.lanes_by_group[lane.group_id];
-
-  result.pid_tracks = pid_tracks_of(result.lanes);
-
-  set_top_level(trace, "cuda_graph_stream_compaction",
-                "{\"algorithm\": \"semantic interval partitioning\", \"measurement_policy\": \"" +
-                    std::string(kMeasurementPolicy) + "\", \"source\": \"tracelane " TRACELANE_VERSION "\"}");
-  if (options.pp_flows) {
-    summary.has_pp = true;
-    summary.pp_rank = single_trace_pp_rank(trace);
-    for (auto& tracks : result.pid_tracks) tracks.pp_rank = summary.pp_rank;
-    PpResult pp = build_pp_flows(collect_annotation_spans(trace), result.pid_tracks, false, options.rules);
-    append_pp_flow_events(pp.flows, trace);
-    summary.pp = pp.counts;
-    set_top_level(trace, "cuda_graph_pp_local_flows",
-                  "{\"pp_rank\": " + std::to_string(summary.pp_rank) +
-                      ", \"pp_compute_dependency_pairs\": " + std::to_string(pp.counts.compute_dependency_pairs) +
-                      ", \"pp_compute_dependency_unmatched\": " +
-                      std::to_string(pp.counts.compute_dependency_unmatched) +
-                      ", \"pp_unshard_compute_pairs\": " + std::to_string(pp.counts.unshard_compute_pairs) +
-                      ", \"pp_unshard_compute_unmatched\": " + std::to_string(pp.counts.unshard_compute_unmatched) +
-                      "}");
-  }
-  for (const Event& event : trace.events)
-    if (!event.dropped && event.cat == "gpu_user_annotation") ++summary.gpu_annotations_retained;
-
-  validate(trace, set, uint8_t(1u << kTid | 1u << kStream));
   result.trace = std::move(trace);
+  result.restore_data = options.restore_data;
+  Compaction c(result, options);
+  // A trace its exporter already laned is returned as it is, unless forced (SPEC 9.8).
+  if (!options.force && check_already_laned(c)) return result;
+  // The measured slices, checked (SPEC 2): every later pass works from them.
+  extract_slices(c);
+  // Lanes from the slices' overlaps, and the tids every track will have.
+  build_lanes(c);
+  // Flow endpoints and annotations on the old streams move with their slices.
+  remap_related(c);
+  // The copies CUDA-graph replay projected onto several streams become one; this comes
+  // before annotate_kernel_runs so that the spans made from kernel runs are not coalesced.
+  coalesce_annotations(c);
+  annotate_kernel_runs(c);
+  // Once every annotation has its track: where spans cross decides the sub-tracks.
+  split_annotation_tracks(c);
+  // Names and order for every track that now exists.
+  add_lane_metadata(c);
+  // Says in the file that it is compacted, by which version, under which policy.
+  mark_compacted(c);
+  // The arrows read the annotation tracks as they will be written.
+  if (options.pp_flows) add_pp_flows(c);
+  count_summary(c);
+  // Last: checks the events exactly as write_compacted will write them (SPEC 6).
+  validate(c);
   return result;
 }
 

@@ -1,12 +1,16 @@
 // Merging PP ranks: each rank is compacted on its own; then the merge aligns clocks on
 // baseTimeNanoseconds, renumbers pids and flow ids so ranks cannot collide, labels every
-// process and thread with its PP rank, and adds the arrows between stages.
+// process and thread with its PP rank, and adds the arrows between stages. merge_ranks, at
+// the end of this file, is the list of steps:
+//   read_ranks -> align_clocks -> order_pp_ranks -> renumber_ranks -> measure_figures ->
+//   add_pp_flows -> set_merged_top_level -> serialise
+// Every step has one shape, `void step(Merge& m)`, and opens with a scoped timer of its
+// own name. Renumbering and serialisation go rank by rank (renumber_rank, write_rank): a
+// rank's work touches only its own trace, but the pid and flow id counters run on from one
+// rank to the next in PP order.
 #include "tracelane/merge.hpp"
 
-#include <simdjson.h>
-
 #include <algorithm>
-#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -15,6 +19,7 @@
 #include "event_writer.hpp"
 #include "tracelane/restore.hpp"
 #include "tracelane/summary.hpp"
+#include "tracelane/timings.hpp"
 
 namespace tracelane {
 
@@ -24,37 +29,6 @@ int64_t MergeFlowIds::id(int pp_rank, size_t k) {
   if (pp_rank >= 0 && pp_rank < kFirstPpFlowId / kRankIdStride - 1 && k < size_t(kRankIdStride))
     return int64_t(pp_rank + 1) * kRankIdStride + int64_t(k);
   return next_shared++;
-}
-
-DistributedInfo read_distributed_info(const Trace& trace) {
-  DistributedInfo info;
-  const TopLevelField* field = trace.find_top("distributedInfo");
-  if (!field) return info;
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  simdjson::padded_string text(field->value_raw);
-  if (parser.parse(text).get(root) || !root.is_object()) return info;
-  int64_t rank;
-  if (root["rank"].get_int64().get(rank) == simdjson::SUCCESS) info.rank = rank;
-  simdjson::dom::element backend;
-  if (root["backend"].get(backend) == simdjson::SUCCESS) info.backend_raw = simdjson::minify(backend);
-  simdjson::dom::array groups;
-  if (root["pg_config"].get_array().get(groups) == simdjson::SUCCESS) {
-    for (simdjson::dom::element group : groups) {
-      std::string_view pg_name, pg_desc;
-      bool is_pp = (group["pg_name"].get_string().get(pg_name) == simdjson::SUCCESS && pg_name == "torchtitan_real_pp") ||
-                   (group["pg_desc"].get_string().get(pg_desc) == simdjson::SUCCESS && pg_desc == "mesh_pp");
-      simdjson::dom::array ranks;
-      if (!is_pp || group["ranks"].get_array().get(ranks)) continue;
-      std::vector<int64_t> members;
-      for (simdjson::dom::element r : ranks) {
-        int64_t v;
-        if (r.get_int64().get(v) == simdjson::SUCCESS) members.push_back(v);
-      }
-      info.pp_groups.push_back(std::move(members));
-    }
-  }
-  return info;
 }
 
 std::optional<int64_t> read_base_time_ns(const Trace& trace, bool& present_but_invalid) {
@@ -72,42 +46,71 @@ namespace {
 // The largest pp_rank + 1 a merge accepts (sort indices are pp_rank * 1000 + position).
 constexpr size_t kMaxPpRank = 1000000;
 
-struct RankState {
+// One input rank, as the steps learn about it.
+struct MergeRank {
   MergeInput* input = nullptr;
+  DistributedInfo info;  // read once: for the rank, the PP order and the top level
+  std::optional<int64_t> base_time_ns;
   int64_t global_rank = 0;
   int pp_rank = 0;
-  Ns offset_ns = 0;
-  std::string prefix;
+  Ns offset_ns = 0;    // onto the common clock
+  std::string prefix;  // "PP rank <p> | ", put before the rank's process and thread names
+  std::vector<Event> new_metadata;    // process_name and process_sort_index of the new pids
+  std::vector<PidTracks> pid_tracks;  // with the new pids, for the PP arrows
+
+  Trace& trace() const { return input->compacted.trace; }
 };
 
-}  // namespace
+// What the steps share.
+struct Merge {
+  Merge(std::vector<MergeInput>& inputs, const Rules* rules, Timings* timings)
+      : inputs(inputs), rules(rules), timings(timings), summary(result.summary) {}
 
-
-MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
-  if (inputs.size() < 2) throw Error("merge needs at least two rank traces, found " + std::to_string(inputs.size()));
+  std::vector<MergeInput>& inputs;
+  const Rules* rules;  // which annotations are PP actions; null: built-in
+  Timings* timings;    // null: no step reads a clock
   MergeResult result;
-  MergeSummary& summary = result.summary;
-  std::vector<RankState> ranks(inputs.size());
+  MergeSummary& summary;           // result.summary
+  std::vector<MergeRank> ranks;    // in file order
+  std::vector<MergeRank*> stacked;  // in PP order: the order of the merged file
+  bool absolute = false;            // no rank has baseTimeNanoseconds: times are kept
+  int64_t common_base_ns = 0;       // the earliest rank's baseTimeNanoseconds
+  int64_t next_pid = 1;             // the merged file's pids, counted across ranks
+  MergeFlowIds flow_ids;  // one id space for the whole file; the PP arrows' ids come last
+  Trace flows;            // the PP arrows' events
+};
+
+// Each rank's global rank and baseTimeNanoseconds, checked before anything changes: a
+// rank that is missing, twice, or unreadable stops the merge with the file's name.
+void read_ranks(Merge& m) {
+  Timings::Scope t(m.timings, "read_ranks");
+  m.ranks.resize(m.inputs.size());
   std::set<int64_t> seen_ranks;
-  std::vector<std::string> without_base, with_base;
-  std::vector<std::optional<int64_t>> bases(inputs.size());
-  std::vector<DistributedInfo> infos;  // read once, used for ranks, PP order and the top level
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Trace& trace = inputs[i].compacted.trace;
-    const DistributedInfo& info = infos.emplace_back(read_distributed_info(trace));
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    MergeRank& rank = m.ranks[i];
+    rank.input = &m.inputs[i];
+    const Trace& trace = rank.trace();
+    rank.info = read_distributed_info(trace);
     const std::string& path = trace.source;  // messages start with the file's path
-    if (!info.rank) throw Error(path + ": distributedInfo.rank is missing or not an integer");
-    if (!seen_ranks.insert(*info.rank).second)
-      throw Error(path + ": global rank " + std::to_string(*info.rank) + " appears in more than one input");
-    ranks[i].input = &inputs[i];
-    ranks[i].global_rank = *info.rank;
+    if (!rank.info.rank) throw Error(path + ": distributedInfo.rank is missing or not an integer");
+    if (!seen_ranks.insert(*rank.info.rank).second)
+      throw Error(path + ": global rank " + std::to_string(*rank.info.rank) + " appears in more than one input");
+    rank.global_rank = *rank.info.rank;
     bool invalid = false;
-    bases[i] = read_base_time_ns(trace, invalid);
+    rank.base_time_ns = read_base_time_ns(trace, invalid);
     if (invalid) throw Error(path + ": baseTimeNanoseconds is not an integer");
-    (bases[i] ? with_base : without_base).push_back(path);
-    summary.inputs.push_back(inputs[i].name);
+    m.summary.inputs.push_back(rank.input->name);
   }
-  if (!with_base.empty() && !without_base.empty()) {
+}
+
+// Every rank onto one clock: shifted by its baseTimeNanoseconds' distance from the
+// earliest rank's. Without baseTimeNanoseconds anywhere, times are taken as absolute.
+void align_clocks(Merge& m) {
+  Timings::Scope t(m.timings, "align_clocks");
+  std::vector<std::string> without_base;
+  for (const MergeRank& rank : m.ranks)
+    if (!rank.base_time_ns) without_base.push_back(rank.trace().source);
+  if (!without_base.empty() && without_base.size() < m.ranks.size()) {
     // A few names, then a count: a merge of thousands of ranks must not print them all.
     constexpr size_t kNamed = 5;
     std::string others;
@@ -117,217 +120,299 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules) {
                 (others.empty() ? std::string() : " (also in" + others.substr(1) + ")") +
                 " but present in the other ranks; cannot align clocks");
   }
-  bool absolute = with_base.empty();
-  int64_t common = 0;
-  if (!absolute) {
-    common = INT64_MAX;
-    for (const auto& b : bases) common = std::min(common, *b);
-    for (size_t i = 0; i < inputs.size(); ++i) {
+  m.absolute = !without_base.empty();
+  if (!m.absolute) {
+    m.common_base_ns = INT64_MAX;
+    for (const MergeRank& rank : m.ranks) m.common_base_ns = std::min(m.common_base_ns, *rank.base_time_ns);
+    for (MergeRank& rank : m.ranks) {
       // In __int128: two int64 bases can differ by more than int64 holds.
-      __int128 offset = (__int128)*bases[i] - common;
+      __int128 offset = (__int128)*rank.base_time_ns - m.common_base_ns;
       if (offset > kMaxTimeNs)
-        throw Error(inputs[i].compacted.trace.source + ": baseTimeNanoseconds is " + std::to_string(int64_t(offset / 1000000000)) +
+        throw Error(rank.trace().source + ": baseTimeNanoseconds is " + std::to_string(int64_t(offset / 1000000000)) +
                     " s after the earliest rank's; cannot align clocks");
-      ranks[i].offset_ns = Ns(offset);
+      rank.offset_ns = Ns(offset);
     }
   }
-  summary.time_alignment = absolute ? "absolute timestamps" : "baseTimeNanoseconds";
+  m.summary.time_alignment = m.absolute ? "absolute timestamps" : "baseTimeNanoseconds";
+  for (const MergeRank& rank : m.ranks) m.summary.time_offsets_ns.push_back({rank.global_rank, rank.offset_ns});
+}
 
-  // PP order: the first PP group (in file order, then pg_config order) that holds every rank.
-  // Each group is read once against a hash of the input ranks (not searched once per
-  // rank: every rank file may hold long groups), and a rank's pp_rank is its first index.
+// PP order: the first PP group (in file order, then pg_config order) that holds every rank.
+// Each group is read once against a hash of the input ranks (not searched once per
+// rank: every rank file may hold long groups), and a rank's pp_rank is its first index.
+void order_pp_ranks(Merge& m) {
+  Timings::Scope t(m.timings, "order_pp_ranks");
+  std::set<int64_t> input_ranks;
+  for (const MergeRank& rank : m.ranks) input_ranks.insert(rank.global_rank);
   std::unordered_map<int64_t, size_t> first_index;  // input rank -> index in `order`
   std::vector<int64_t> order;
-  for (size_t i = 0; i < inputs.size() && order.empty(); ++i) {
-    for (const auto& group : infos[i].pp_groups) {
+  for (size_t i = 0; i < m.ranks.size() && order.empty(); ++i) {
+    for (const auto& group : m.ranks[i].info.pp_groups) {
       std::unordered_map<int64_t, size_t> found;
       for (size_t k = 0; k < group.size(); ++k)
-        if (seen_ranks.count(group[k])) found.try_emplace(group[k], k);
-      if (found.size() == seen_ranks.size()) {
+        if (input_ranks.count(group[k])) found.try_emplace(group[k], k);
+      if (found.size() == input_ranks.size()) {
         order = group;
         first_index = std::move(found);
-        summary.pp_order_source = "pg_config";
+        m.summary.pp_order_source = "pg_config";
         break;
       }
     }
   }
   if (order.empty()) {
-    for (const auto& r : ranks) order.push_back(r.global_rank);
+    for (const MergeRank& rank : m.ranks) order.push_back(rank.global_rank);
     std::sort(order.begin(), order.end());
     for (size_t k = 0; k < order.size(); ++k) first_index[order[k]] = k;
-    summary.pp_order_source = "sorted global ranks";
+    m.summary.pp_order_source = "sorted global ranks";
   }
-  for (auto& r : ranks) {
-    size_t index = first_index.at(r.global_rank);
+  for (MergeRank& rank : m.ranks) {
+    size_t index = first_index.at(rank.global_rank);
     // pp_rank is an int throughout (and * 1000 a sort index): a group that places a rank
     // beyond a million is not a pipeline, it is a corrupt or hostile file.
     if (index >= kMaxPpRank)
-      throw Error(r.input->compacted.trace.source + ": the PP group in distributedInfo.pg_config places global rank " +
-                  std::to_string(r.global_rank) + " at index " + std::to_string(index) + ", beyond the " +
+      throw Error(rank.trace().source + ": the PP group in distributedInfo.pg_config places global rank " +
+                  std::to_string(rank.global_rank) + " at index " + std::to_string(index) + ", beyond the " +
                   std::to_string(kMaxPpRank) + " PP ranks tracelane merges");
-    r.pp_rank = int(index);
-    r.prefix = "PP rank " + std::to_string(r.pp_rank) + " | ";
+    rank.pp_rank = int(index);
+    rank.prefix = "PP rank " + std::to_string(rank.pp_rank) + " | ";
   }
-  std::vector<RankState*> stacked;
-  for (auto& r : ranks) stacked.push_back(&r);
-  std::sort(stacked.begin(), stacked.end(), [](auto* a, auto* b) { return a->pp_rank < b->pp_rank; });
+  for (MergeRank& rank : m.ranks) m.stacked.push_back(&rank);
+  std::sort(m.stacked.begin(), m.stacked.end(), [](auto* a, auto* b) { return a->pp_rank < b->pp_rank; });
+  for (const MergeRank* rank : m.stacked) m.summary.pp_ranks.push_back({rank->pp_rank, rank->global_rank});
+}
 
-  // Shift, renumber and label, rank by rank in PP order.
-  int64_t next_pid = 1;
+using PidMap = std::unordered_map<int64_t, int64_t>;  // the rank's pid -> the merged file's
+
+// The rank's pids get the merged file's next numbers, its other processes before its GPU,
+// each with a process_name and process_sort_index that say which rank it is.
+PidMap renumber_pids(Merge& m, MergeRank& rank) {
+  const CompactedTrace& compacted = rank.input->compacted;
+  std::set<int64_t> gpu_pids, other_pids;
+  for (const Lane& lane : compacted.lanes) gpu_pids.insert(lane.pid);
+  for (const Event& event : compacted.trace.events)
+    if (event.pid.is_int() && !gpu_pids.count(event.pid.value)) other_pids.insert(event.pid.value);
+  PidMap new_pid;
+  int position = 0;
+  for (const auto* group : {&other_pids, &gpu_pids}) {
+    for (int64_t pid : *group) {
+      int64_t next_pid = m.next_pid++;
+      new_pid[pid] = next_pid;
+      bool gpu = group == &gpu_pids;
+      std::string label = "PP rank " + std::to_string(rank.pp_rank) + " (global rank " +
+                          std::to_string(rank.global_rank) + ") | " +
+                          (gpu ? std::string("GPU") : "process " + std::to_string(pid));
+      EventBuilder name;
+      name.string("name", "process_name").string("ph", "M").integer("pid", next_pid, kPid).integer("tid", 0, kTid);
+      name.args_name(label);
+      rank.new_metadata.push_back(name.finish(rank.trace()));
+      EventBuilder sort;
+      sort.string("name", "process_sort_index").string("ph", "M").integer("pid", next_pid, kPid);
+      sort.integer("tid", 0, kTid).raw("args", "{\"sort_index\": " + std::to_string(int64_t(rank.pp_rank) * 1000 + position) + "}");
+      rank.new_metadata.push_back(sort.finish(rank.trace()));
+      ++position;
+    }
+  }
+  return new_pid;
+}
+
+// Every event of the rank gets its new pid, its time on the common clock and its flow id
+// in the merged file's id space; names get the rank prefix when written. The rank's own
+// process_sort_index and single-trace arrows give way to the merged file's.
+void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
+  Trace& trace = rank.trace();
+  std::unordered_map<std::string_view, int64_t> new_id;
+  for (Event& event : trace.events) {
+    if (event.pp_flow) event.dropped = true;
+    if (event.dropped) continue;
+    if (event.ph == "M" && event.name == "process_sort_index") {
+      event.dropped = true;
+      continue;
+    }
+    if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") &&
+        event.spans[kArgName].length)
+      event.name_prefixed = true;
+    if (event.pid.is_int()) {
+      event.new_pid = new_pid.at(event.pid.value);
+      event.changed |= 1u << kPid;
+    }
+    if (rank.offset_ns && event.ts.numeric && event.spans[kTs].length) {
+      event.new_ts = event.final_ts() + rank.offset_ns;  // both within kMaxTimeNs: no overflow
+      if (event.new_ts > kMaxTimeNs)
+        throw Error(trace.source + ": event #" + std::to_string(&event - trace.events.data()) +
+                    ": ts moved by the clock offset beyond " + std::to_string(kMaxTimeNs / 1000) + " us");
+      event.changed |= 1u << kTs;
+    }
+    if (event.is_flow() && event.id.present()) {
+      std::string_view text = event.id_text(kId);
+      auto it = new_id.find(text);
+      if (it == new_id.end()) it = new_id.emplace(text, m.flow_ids.id(rank.pp_rank, new_id.size())).first;
+      event.new_id = it->second;
+      event.changed |= 1u << kId;
+    }
+  }
+}
+
+// Per-rank validation of what merge may change: slices keep name, cat, args, dur;
+// pid moves to the renumbered one and ts by exactly this rank's offset.
+void check_slices_moved_by_offset(const MergeRank& rank) {
+  for (const Event& event : rank.trace().events) {
+    if (!is_measured_cat(event.cat) || event.dropped) continue;
+    if (event.final_ts() != event.ts.ns + rank.offset_ns || (event.changed & (1u << kDur)))
+      throw Error(rank.input->name + ": validation: merge moved a measured slice by other than its rank offset");
+  }
+}
+
+void renumber_rank(Merge& m, MergeRank& rank) {
+  CompactedTrace& compacted = rank.input->compacted;
+  PidMap new_pid = renumber_pids(m, rank);
+  move_events(m, rank, new_pid);
+  // Shifted times are new numbers for Perfetto: redo where annotations must split.
+  if (rank.offset_ns) rebuild_annotation_tracks(compacted);
+  for (Event& event : compacted.trace.events) {
+    if (event.pid.is_int() && !((event.changed >> kPid) & 1)) {  // metadata made by the rebuild
+      event.new_pid = new_pid.at(event.pid.value);
+      event.changed |= 1u << kPid;
+    }
+    if (event.lane_metadata && event.ph == "M" && event.name == "thread_name") event.name_prefixed = true;
+  }
+  check_slices_moved_by_offset(rank);
+  for (PidTracks tracks : compacted.pid_tracks) {
+    tracks.pid = new_pid.at(tracks.pid);
+    tracks.pp_rank = rank.pp_rank;
+    rank.pid_tracks.push_back(std::move(tracks));
+  }
+}
+
+// Rank by rank in PP order, so that pids and flow ids count up through the stages.
+void renumber_ranks(Merge& m) {
+  Timings::Scope t(m.timings, "renumber_ranks");
+  for (MergeRank* rank : m.stacked) renumber_rank(m, *rank);
+  // The rebuild may have changed a rank's sub-track counts: its summary is final only now.
+  for (const MergeRank& rank : m.ranks) m.summary.per_rank.push_back({rank.global_rank, rank.input->compacted.summary});
+}
+
+// The GPU busy figures (docs/figures.md), with every slice at its place on the common clock.
+void measure_figures(Merge& m) {
+  Timings::Scope t(m.timings, "measure_figures");
+  std::vector<RankLanes> rank_lanes;
+  for (const MergeRank* rank : m.stacked) rank_lanes.push_back({&rank->input->compacted, rank->global_rank, rank->pp_rank});
+  m.result.figures = merged_figures(rank_lanes, m.rules);
+}
+
+// The arrows between and within stages (SPEC 7), from every rank's renumbered tracks.
+void add_pp_flows(Merge& m) {
+  Timings::Scope t(m.timings, "add_pp_flows");
   std::vector<AnnotationSpan> spans;
   std::vector<PidTracks> pid_tracks;
-  std::vector<std::vector<Event>> new_metadata(stacked.size());
-  Trace flows_holder;
-  MergeFlowIds flow_ids;  // one id space for the whole file; the PP arrows' ids come last
-  for (size_t s = 0; s < stacked.size(); ++s) {
-    RankState& rank = *stacked[s];
-    CompactedTrace& compacted = rank.input->compacted;
-    Trace& trace = compacted.trace;
-    std::set<int64_t> gpu_pids, other_pids;
-    for (const Lane& lane : compacted.lanes) gpu_pids.insert(lane.pid);
-    for (const Event& event : trace.events)
-      if (event.pid.is_int() && !gpu_pids.count(event.pid.value)) other_pids.insert(event.pid.value);
-    std::unordered_map<int64_t, int64_t> new_pid;
-    int position = 0;
-    for (const auto* group : {&other_pids, &gpu_pids}) {
-      for (int64_t pid : *group) {
-        new_pid[pid] = next_pid;
-        bool gpu = group == &gpu_pids;
-        std::string label = "PP rank " + std::to_string(rank.pp_rank) + " (global rank " +
-                            std::to_string(rank.global_rank) + ") | " +
-                            (gpu ? std::string("GPU") : "process " + std::to_string(pid));
-        EventBuilder name;
-        name.string("name", "process_name").string("ph", "M").integer("pid", next_pid, kPid).integer("tid", 0, kTid);
-        name.args_name(label);
-        new_metadata[s].push_back(name.finish(trace));
-        EventBuilder sort;
-        sort.string("name", "process_sort_index").string("ph", "M").integer("pid", next_pid, kPid);
-        sort.integer("tid", 0, kTid).raw("args", "{\"sort_index\": " + std::to_string(int64_t(rank.pp_rank) * 1000 + position) + "}");
-        new_metadata[s].push_back(sort.finish(trace));
-        ++position;
-        ++next_pid;
-      }
-    }
-    std::unordered_map<std::string_view, int64_t> new_id;
-    for (Event& event : trace.events) {
-      // A rank compacted with its single-trace arrows gets the merged file's arrows instead.
-      if (event.pp_flow) event.dropped = true;
-      if (event.dropped) continue;
-      if (event.ph == "M" && event.name == "process_sort_index") {
-        event.dropped = true;
-        continue;
-      }
-      if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") &&
-          event.spans[kArgName].length)
-        event.name_prefixed = true;
-      if (event.pid.is_int()) {
-        event.new_pid = new_pid.at(event.pid.value);
-        event.changed |= 1u << kPid;
-      }
-      if (rank.offset_ns && event.ts.numeric && event.spans[kTs].length) {
-        event.new_ts = event.final_ts() + rank.offset_ns;  // both within kMaxTimeNs: no overflow
-        if (event.new_ts > kMaxTimeNs)
-          throw Error(trace.source + ": event #" + std::to_string(&event - trace.events.data()) +
-                      ": ts moved by the clock offset beyond " + std::to_string(kMaxTimeNs / 1000) + " us");
-        event.changed |= 1u << kTs;
-      }
-      if (event.is_flow() && event.id.present()) {
-        std::string_view text = event.id_text(kId);
-        auto it = new_id.find(text);
-        if (it == new_id.end()) it = new_id.emplace(text, flow_ids.id(rank.pp_rank, new_id.size())).first;
-        event.new_id = it->second;
-        event.changed |= 1u << kId;
-      }
-    }
-    // Shifted times are new numbers for Perfetto: redo where annotations must split.
-    if (rank.offset_ns) rebuild_annotation_tracks(compacted);
-    for (Event& event : trace.events) {
-      if (event.pid.is_int() && !((event.changed >> kPid) & 1)) {  // metadata made by the rebuild
-        event.new_pid = new_pid.at(event.pid.value);
-        event.changed |= 1u << kPid;
-      }
-      if (event.lane_metadata && event.ph == "M" && event.name == "thread_name") event.name_prefixed = true;
-    }
-    // Per-rank validation of what merge may change: slices keep name, cat, args, dur;
-    // pid moves to the renumbered one and ts by exactly this rank's offset.
-    for (const Event& event : trace.events) {
-      if (!is_measured_cat(event.cat) || event.dropped) continue;
-      if (event.final_ts() != event.ts.ns + rank.offset_ns || (event.changed & (1u << kDur)))
-        throw Error(rank.input->name + ": validation: merge moved a measured slice by other than its rank offset");
-    }
-    auto rank_spans = collect_annotation_spans(trace);
+  for (const MergeRank* rank : m.stacked) {
+    auto rank_spans = collect_annotation_spans(rank->trace());
     spans.insert(spans.end(), rank_spans.begin(), rank_spans.end());
-    for (PidTracks tracks : compacted.pid_tracks) {
-      tracks.pid = new_pid.at(tracks.pid);
-      tracks.pp_rank = rank.pp_rank;
-      pid_tracks.push_back(std::move(tracks));
-    }
-    summary.pp_ranks.push_back({rank.pp_rank, rank.global_rank});
+    pid_tracks.insert(pid_tracks.end(), rank->pid_tracks.begin(), rank->pid_tracks.end());
   }
-  for (const auto& r : ranks) summary.time_offsets_ns.push_back({r.global_rank, r.offset_ns});
-  for (const auto& r : ranks) summary.per_rank.push_back({r.global_rank, r.input->compacted.summary});
+  PpResult pp = build_pp_flows(spans, pid_tracks, true, m.rules, m.flow_ids.next_shared);
+  m.summary.pp = pp.counts;
+  append_pp_flow_events(pp.flows, m.flows);
+}
 
-  // The figures now: every slice is at its place on the common clock.
-  std::vector<RankLanes> rank_lanes;
-  for (const RankState* r : stacked) rank_lanes.push_back({&r->input->compacted, r->global_rank, r->pp_rank});
-  result.figures = merged_figures(rank_lanes, rules);
-
-  PpResult pp = build_pp_flows(spans, pid_tracks, true, rules, flow_ids.next_shared);
-  summary.pp = pp.counts;
-  append_pp_flow_events(pp.flows, flows_holder);
-
-  // Top level: PP rank 0's, aligned and labelled as a merge.
-  Trace& top = stacked[0]->input->compacted.trace;
-  if (absolute)
+// The merged file's top level: PP rank 0's, aligned and labelled as a merge, with the
+// merge summary in it.
+void set_merged_top_level(Merge& m) {
+  Timings::Scope t(m.timings, "set_merged_top_level");
+  Trace& top = m.stacked[0]->trace();
+  if (m.absolute)
     remove_top_level(top, "baseTimeNanoseconds");
   else
-    set_top_level(top, "baseTimeNanoseconds", std::to_string(common));
+    set_top_level(top, "baseTimeNanoseconds", std::to_string(m.common_base_ns));
   set_top_level(top, "traceName", "\"Merged pipeline-parallel CUDA graph trace\"");
   remove_top_level(top, "cuda_graph_pp_local_flows");
-  const DistributedInfo& info0 = infos[size_t(stacked[0]->input - inputs.data())];
+  const DistributedInfo& info0 = m.stacked[0]->info;
   std::string ranks_json;
-  for (auto* r : stacked) ranks_json += (ranks_json.empty() ? "" : ", ") + std::to_string(r->global_rank);
+  for (const MergeRank* rank : m.stacked) ranks_json += (ranks_json.empty() ? "" : ", ") + std::to_string(rank->global_rank);
   set_top_level(top, "distributedInfo",
                 "{\"backend\": " + (info0.backend_raw.empty() ? std::string("null") : info0.backend_raw) +
-                    ", \"ranks\": [" + ranks_json + "], \"pp_rank_count\": " + std::to_string(ranks.size()) + "}");
+                    ", \"ranks\": [" + ranks_json + "], \"pp_rank_count\": " + std::to_string(m.ranks.size()) + "}");
+  set_top_level(top, "cuda_graph_pp_merge", merge_summary(m.summary).dump(-1));
+}
 
-  set_top_level(top, "cuda_graph_pp_merge", merge_summary(summary).dump(-1));
+// traceEvents as written: one event a line, and where they sit for the restore data.
+struct EventList {
+  std::string& out;
+  WrittenEvents& written;
+  bool first = true;
 
-  std::string& out = result.json;
-  size_t bound = top_level_size_bound(top);
-  for (size_t s = 0; s < stacked.size(); ++s) {
-    for (const Event& e : stacked[s]->input->compacted.trace.events) bound += written_size_bound(e, stacked[s]->prefix.size());
-    for (const Event& e : new_metadata[s]) bound += written_size_bound(e);
+  void put(const Event& event, std::string_view prefix) {
+    if (event.dropped) return;
+    if (!first) out += ",\n";
+    first = false;
+    out += "  ";
+    if (written.begin == SIZE_MAX) written.begin = out.size();
+    append_event(out, event, prefix);
+    written.end = out.size();
+    ++written.count;
   }
-  for (const Event& e : flows_holder.events) bound += written_size_bound(e);
-  bool restore_data = true;  // each rank's original, when every rank was compacted with it
-  for (const auto& input : inputs) restore_data = restore_data && input.compacted.restore_data;
+};
+
+// One rank's events, its new process metadata after them.
+void write_rank(EventList& list, const MergeRank& rank) {
+  for (const Event& event : rank.trace().events) list.put(event, rank.prefix);
+  for (const Event& event : rank.new_metadata) list.put(event, {});
+}
+
+// What the merged text will take at most: reserved at once (pages not written cost no
+// memory), so that the text is never copied as it grows.
+size_t merged_size_bound(const Merge& m, bool restore_data) {
+  size_t bound = top_level_size_bound(m.stacked[0]->trace());
+  for (const MergeRank* rank : m.stacked) {
+    for (const Event& e : rank->trace().events) bound += written_size_bound(e, rank->prefix.size());
+    for (const Event& e : rank->new_metadata) bound += written_size_bound(e);
+  }
+  for (const Event& e : m.flows.events) bound += written_size_bound(e);
   if (restore_data) bound += bound / 16 + 4096;  // room for it (bench/README.md)
-  out.reserve(bound);  // pages not written cost no memory
+  return bound;
+}
+
+// The merged file: the ranks in PP order, then the PP arrows; each rank's original after
+// them when every rank was compacted with its restore data.
+void serialise(Merge& m) {
+  Timings::Scope t(m.timings, "serialise");
+  bool restore_data = true;
+  for (const MergeRank& rank : m.ranks) restore_data = restore_data && rank.input->compacted.restore_data;
+  std::string& out = m.result.json;
+  out.reserve(merged_size_bound(m, restore_data));
   WrittenEvents written;
   std::vector<RestoreSource> sources;
-  write_trace_object(out, top, {}, [&](std::string& o) {
-    bool first = true;
-    auto put = [&](const Event& event, std::string_view prefix) {
-      if (event.dropped) return;
-      if (!first) o += ",\n";
-      first = false;
-      o += "  ";
-      if (written.begin == SIZE_MAX) written.begin = o.size();
-      append_event(o, event, prefix);
-      written.end = o.size();
-      ++written.count;
-    };
-    for (size_t s = 0; s < stacked.size(); ++s) {
-      const RankState& rank = *stacked[s];
-      sources.push_back({&rank.input->compacted.trace, written.count, rank.prefix, rank.offset_ns, rank.global_rank});
-      for (const Event& event : rank.input->compacted.trace.events) put(event, rank.prefix);
-      for (const Event& event : new_metadata[s]) put(event, {});
+  write_trace_object(out, m.stacked[0]->trace(), {}, [&](std::string& o) {
+    EventList list{o, written};
+    for (const MergeRank* rank : m.stacked) {
+      sources.push_back({&rank->trace(), written.count, rank->prefix, rank->offset_ns, rank->global_rank});
+      write_rank(list, *rank);
     }
-    for (const Event& event : flows_holder.events) put(event, {});
+    for (const Event& event : m.flows.events) list.put(event, {});
   });
   if (restore_data) append_restore_data(out, written, sources);
-  return result;
+}
+
+}  // namespace
+
+MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules, Timings* timings) {
+  if (inputs.size() < 2) throw Error("merge needs at least two rank traces, found " + std::to_string(inputs.size()));
+  Merge m(inputs, rules, timings);
+  // Every rank's identity and clock, checked before any rank is changed.
+  read_ranks(m);
+  align_clocks(m);
+  // Which stage each rank is: the order the ranks are stacked and labelled in.
+  order_pp_ranks(m);
+  // New pids and flow ids so ranks cannot collide, times on the common clock, names
+  // prefixed with the PP rank.
+  renumber_ranks(m);
+  // Every slice is now at its place on the common clock: the GPU busy figures.
+  measure_figures(m);
+  // Arrows between the stages, from the renumbered annotation tracks.
+  add_pp_flows(m);
+  // Last before writing: the top level holds the summary, arrow counts included.
+  set_merged_top_level(m);
+  serialise(m);
+  return std::move(m.result);
 }
 
 }  // namespace tracelane

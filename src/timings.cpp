@@ -59,7 +59,7 @@ std::string Timings::text() const {
     if (phase.open) continue;  // a phase a failure left: its time is not known
     char line[256];
     std::string name = std::string(size_t(2 * phase.depth), ' ') + phase.name;
-    std::snprintf(line, sizeof line, "timing: %-24s %8.3f s wall %8.3f s cpu   peak RSS %8.1f MB\n", name.c_str(),
+    std::snprintf(line, sizeof line, "timing: %-30s %8.3f s wall %8.3f s cpu   peak RSS %8.1f MB\n", name.c_str(),
                   phase.wall_s, phase.cpu_s, phase.peak_rss_mb);
     out += line;
   }

@@ -2,45 +2,27 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tracelane/lanes.hpp"
 #include "tracelane/pp_flows.hpp"
+#include "tracelane/summary.hpp"
 #include "tracelane/trace.hpp"
 #include "tracelane/track_tids.hpp"
 
 namespace tracelane {
 
 class Rules;
+class Timings;
 
 struct CompactOptions {
   const Rules* rules = nullptr;  // classification and PP rules (SPEC 9.9); null: built-in
   bool pp_flows = true;  // single-trace rank-local and unshard arrows (SPEC 7)
   bool force = false;    // compact a trace that is already laned (SPEC 9.8)
   bool restore_data = true;  // write what restores the original (SPEC 9.12)
-};
-
-struct CompactSummary {
-  size_t measured_slices = 0;
-  size_t original_streams = 0;
-  size_t compacted_lanes = 0;
-  std::map<std::string, size_t> slice_groups, lanes_by_group;
-  size_t gpu_flow_endpoints_mapped = 0;
-  size_t gpu_flow_endpoints_unmapped = 0;  // SPEC 9.2
-  size_t gpu_annotations_mapped = 0;
-  size_t gpu_annotations_coalesced = 0;
-  size_t kernel_annotations_converted = 0;
-  size_t kernel_annotation_blocks = 0;
-  size_t gpu_annotations_retained = 0;
-  size_t annotation_subtracks = 0;  // extra tracks made so annotations nest (SPEC 9.6)
-  size_t lane_tids_unaligned = 0;   // tracks that could not have their aligned tid (SPEC 9.11)
-  size_t cuda_graph_launches = 0;
-  bool has_pp = false;  // single-trace arrows were computed
-  int pp_rank = 0;
-  PpCounts pp;
+  Timings* timings = nullptr;
 };
 
 struct CompactedTrace {
@@ -59,7 +41,8 @@ struct CompactedTrace {
 std::string already_laned_reason(const Trace& trace);
 
 // Compacts in memory. Throws Error("<source>: event #i (byte b): ...") for SPEC 2 errors
-// and for a failed self-validation (SPEC 6).
+// and for a failed self-validation (SPEC 6). With options.timings, each pass is a phase
+// there, at the depth compact_trace is called.
 CompactedTrace compact_trace(Trace trace, const CompactOptions& options);
 
 // Redoes the annotation sub-tracks and lane metadata after the trace's times moved
@@ -68,9 +51,6 @@ void rebuild_annotation_tracks(CompactedTrace& compacted);
 
 // The compacted trace as JSON text (uncompressed).
 std::string write_compacted(const CompactedTrace& compacted);
-
-// The pp_rank of a trace from its own distributedInfo (SPEC 7, 0 when unusable).
-int single_trace_pp_rank(const Trace& trace);
 
 // Gathers gpu_user_annotation X spans (output coordinates) for PP block building.
 std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace);

@@ -43,7 +43,8 @@ class Timings {
 
   // In the order the phases opened (a parent before its children).
   const std::vector<Phase>& phases() const { return phases_; }
-  // One line a phase, indented by depth: "timing: <name> <wall> s wall <cpu> s cpu peak RSS <mb> MB".
+  // One line a phase, indented by depth: "timing: <name> <wall> s wall <cpu> s cpu peak RSS <mb> MB";
+  // names padded to 30 columns (a pass name at depth 2 fits).
   std::string text() const;
 
  private:
