@@ -1,24 +1,22 @@
 #include "check_command.hpp"
 
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "../check/check.hpp"
 #include "files.hpp"
+#include "options.hpp"
 #include "printable.hpp"
 #include "tracelane/restore.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
 
-namespace po = boost::program_options;
-
 namespace {
 
-constexpr int kExitOk = 0, kExitViolations = 1, kExitUsage = 2;
+constexpr int kExitViolations = kExitFailed;
 
 const char* kCheckHelp =
     "usage: tracelane check ORIGINAL COMPACTED [--list N]\n"
@@ -74,23 +72,10 @@ int run_check(int argc, char** argv) {
       "list", po::value(&listed)->default_value(10), "violations to list (all are counted)");
   po::options_description hidden;
   hidden.add_options()("trace", po::value(&paths));
-  po::options_description all;
-  all.add(options).add(hidden);
   po::positional_options_description pos;
   pos.add("trace", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    print_error(std::string("tracelane check: ") + e.what());
-    std::cerr << "\n" << kCheckHelp;
-    return kExitUsage;
-  }
-  if (vm.count("help")) {
-    std::cout << kCheckHelp << "\n" << options;
-    return kExitOk;
-  }
+  const CommandLine line{"check", kCheckHelp, std::string("\n") + kCheckHelp};
+  if (auto done = parse_command_line(argc, argv, line, options, hidden, pos)) return *done;
   if (paths.size() != 2) {
     std::cerr << "tracelane check: expected ORIGINAL and COMPACTED, got " << paths.size() << " file(s)\n\n"
               << kCheckHelp;

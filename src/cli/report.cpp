@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +26,7 @@
 #include <stdexcept>
 
 #include "files.hpp"
+#include "options.hpp"
 #include "tracelane/gzip.hpp"
 #include "printable.hpp"
 #include "report_html.hpp"
@@ -951,7 +951,6 @@ int write_report_page(const fs::path& report_path, const std::string& output, bo
 }  // namespace
 
 int run_report(int argc, char** argv) {
-  namespace po = boost::program_options;
   std::vector<std::string> combine;
   std::string report_dir, html, output;
   bool quiet = false, overwrite = false;
@@ -967,20 +966,11 @@ int run_report(int argc, char** argv) {
       "quiet,q", po::bool_switch(&quiet), "print only problems");
   po::positional_options_description positional;
   positional.add("combine", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "tracelane report: " << shown(e.what()) << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "usage: tracelane report --combine DIR_OR_FILES... [--report-dir DIR]\n"
-                 "       tracelane report --html REPORT.json [-o OUT.html [--overwrite]]\n\n"
-              << options;
-    return 0;
-  }
+  const CommandLine line{"report",
+                         "usage: tracelane report --combine DIR_OR_FILES... [--report-dir DIR]\n"
+                         "       tracelane report --html REPORT.json [-o OUT.html [--overwrite]]\n",
+                         ""};
+  if (auto done = parse_command_line(argc, argv, line, options, {}, positional)) return *done;
   if (!html.empty()) {
     if (!combine.empty() || !report_dir.empty()) {
       std::cerr << "tracelane report: --html takes one report and -o, not --combine or --report-dir\n";

@@ -375,11 +375,53 @@ def test_bad_inputs(cli, work):
     cli.no_hidden(d, "bad inputs")
 
 
+def timing_phases(stderr):
+    """The phase names of --timings' lines ("timing: <indent><name> ..."), indented by depth."""
+    phases = []
+    for line in stderr.splitlines():
+        if line.startswith("timing: "):
+            rest = line[len("timing: "):]
+            name = rest.strip().split()[0]
+            phases.append(" " * (len(rest) - len(rest.lstrip(" "))) + name)
+    return phases
+
+
+def test_timings(cli, work):
+    """--timings prints the job's steps as a tree on stderr, after the work; stdout keeps
+    the summary alone."""
+    checks = cli.checks
+    d = os.path.join(work, "timings")
+    os.makedirs(d)
+    src = os.path.join(d, "rank0_trace.json")
+    write_json(src, synthetic_trace(rank=0, kernels=300))
+    write_json(os.path.join(d, "rank1_trace.json"), synthetic_trace(rank=1, kernels=300))
+    result = cli.run("compact", src, "-o", os.path.join(d, "one.json.gz"), "--timings")
+    if cli.ok(result, "compact --timings"):
+        json.loads(result.stdout)  # the summary, nothing else
+        top = [p for p in timing_phases(result.stderr) if not p.startswith(" ")]
+        checks.equal(top, ["read", "parse", "compact", "figures", "serialise", "compress", "write"],
+                     "compact --timings: top-level phases")
+    result = cli.run("merge", d, "-o", os.path.join(d, "merged.json.gz"), "--timings")
+    if cli.ok(result, "merge --timings"):
+        json.loads(result.stdout)
+        phases = timing_phases(result.stderr)
+        top = [p for p in phases if not p.startswith(" ")]
+        checks.equal(top, ["rank0_trace.json", "rank1_trace.json", "merge", "compress", "write"],
+                     "merge --timings: top-level phases")
+        for step in ("read", "parse", "compact"):
+            checks.equal(phases.count("  " + step), 2, f"merge --timings: {step} once per rank")
+    result = cli.run("compact", src, "-o", os.path.join(d, "quiet.json.gz"))
+    checks.check(cli.ok(result, "compact") and "timing:" not in result.stderr,
+                 f"compact without --timings printed timings: {result.stderr[:200]!r}")
+    cli.no_hidden(d, "timings")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("cli")
     cli = Cli(args, checks)
-    return e2e.run_tests(checks, cli, "cli", (test_help_and_usage, test_default_names, test_overwrite_and_levels, test_bad_inputs, test_merge))
+    return e2e.run_tests(checks, cli, "cli", (test_help_and_usage, test_default_names, test_overwrite_and_levels, test_bad_inputs, test_merge,
+                                                   test_timings))
 
 
 if __name__ == "__main__":

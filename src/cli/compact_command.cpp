@@ -1,0 +1,81 @@
+// `tracelane compact TRACE`: one trace file through the job's steps (trace_job.hpp), in
+// order: read, parse, compact, figures, serialise, compress, write, summary.
+#include <iostream>
+
+#include "commands.hpp"
+#include "files.hpp"
+#include "options.hpp"
+#include "trace_job.hpp"
+
+namespace tracelane::cli {
+
+namespace {
+
+int compact_file(const fs::path& input, const fs::path& output, const SharedOptions& shared, const JobOptions& job,
+                 bool pp_flows) {
+  try {
+    FileIdentity identity;  // recorded with the output, so a sweep knows what it was made from
+    std::string json = read_step(input, identity, {}, job);
+    CompactedTrace compacted = compact_step(parse_step(std::move(json), input, job), job, pp_flows);
+    if (const std::string& reason = already_laned(compacted); !reason.empty()) {
+      print_already_laned(input, reason, "compacts");
+      return kExitOk;
+    }
+    const CompactSummary summary = compacted.summary;
+    GpuFigures figures = figures_step(compacted, job, rank_of(input, compacted),
+                                      summary.has_pp ? summary.pp_rank : single_trace_pp_rank(compacted.trace));
+    std::string text = serialise_step(compacted, job);
+    compacted = CompactedTrace{};  // the input document and events are no longer needed
+    std::string bytes = encode_step(output, std::move(text), job);
+    std::vector<NamedIdentity> inputs_read{{input.filename().string(), identity}};
+    write_step(output, bytes, shared.overwrite, inputs_read, job.recipe(pp_flows), {}, job);
+    if (!shared.preview.empty()) {  // no more readable than the input, as the output
+      Timings::Scope scope(job.timings, "preview");
+      write_atomically(shared.preview, timeline_svg(figures, input.filename().string()), shared.overwrite, {},
+                       inputs_read);
+    }
+    std::cout << compact_summary_json(input, output, summary, figures).dump(2) << std::endl;
+    return kExitOk;
+  } catch (...) {
+    return exit_status_of_failure(input);
+  }
+}
+
+}  // namespace
+
+int run_compact(int argc, char** argv) {
+  SharedOptions shared;
+  bool no_pp_flows = false, force = false;
+  po::options_description options("compact options");
+  add_shared_options(options, shared);
+  add_restore_option(options, shared);
+  options.add_options()("no-pp-flows", po::bool_switch(&no_pp_flows), "do not add rank-local PP arrows")(
+      "force", po::bool_switch(&force), "compact a trace that is already laned (SPEC 9.8)");
+  const CommandLine line{"compact", "usage: tracelane compact TRACE [options]\n", std::string("\n") + kUsage};
+  std::string input_arg;
+  if (auto done = parse_command_line(argc, argv, line, options, "TRACE", input_arg)) return *done;
+  if (!check_level(shared.level, "compact") || !load_rules(shared)) return kExitUsage;
+  fs::path input(input_arg);
+  fs::path output = shared.output.empty() ? default_compact_output(input) : fs::path(shared.output);
+  // Every refusal of the output path before the input is read (exit 2). Without -o the
+  // output is beside the input: if their directory is missing, so is the input, and
+  // reading it says so at once (exit 1, as for any missing input).
+  boost::system::error_code ec;
+  fs::path beside = output.parent_path();
+  if (beside.empty()) beside = ".";
+  const bool input_dir_missing = shared.output.empty() && !fs::is_directory(beside, ec);
+  try {
+    if (!input_dir_missing) guard_output(output, {input}, shared.overwrite);
+    guard_preview(shared, output, {input});
+  } catch (const OutputRefused& e) {
+    print_error(e.what());
+    return kExitUsage;
+  }
+  Timings timings;
+  int code = compact_file(input, output, shared, job_options(shared, force, shared.timings ? &timings : nullptr),
+                          !no_pp_flows);
+  if (shared.timings) std::cerr << timings.text();
+  return code;
+}
+
+}  // namespace tracelane::cli

@@ -1,0 +1,99 @@
+// `tracelane restore COMPACTED`: the original trace back from an output's restore data
+// (SPEC 9.12).
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+
+#include "commands.hpp"
+#include "files.hpp"
+#include "options.hpp"
+#include "tracelane/json_value.hpp"
+#include "tracelane/restore.hpp"
+
+namespace tracelane::cli {
+
+namespace {
+
+// `X_compacted.json.gz` -> `X_restored.json.gz` (`X_rank3_restored...` with --rank 3):
+// beside the compacted file, never the original's name.
+fs::path default_restore_output(const fs::path& compacted, std::optional<int64_t> rank) {
+  std::string name = compacted.filename().string(), extension;
+  for (const char* ext : {".json.gz", ".json"})
+    if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0) {
+      extension = ext;
+      name.resize(name.size() - extension.size());
+      break;
+    }
+  if (extension.empty()) extension = ".json.gz";
+  static const std::string kCompacted = "_compacted";
+  if (name.size() > kCompacted.size() && name.compare(name.size() - kCompacted.size(), std::string::npos, kCompacted) == 0)
+    name.resize(name.size() - kCompacted.size());
+  if (rank) name += "_rank" + std::to_string(*rank);
+  return compacted.parent_path() / (name + "_restored" + extension);
+}
+
+}  // namespace
+
+int run_restore(int argc, char** argv) {
+  SharedOptions shared;
+  std::optional<int64_t> rank;
+  po::options_description options("restore options");
+  options.add_options()("help,h", "show this help")(
+      "output,o", po::value(&shared.output),
+      "output file (.gz: gzip-compressed); default: COMPACTED's name without _compacted, plus _restored "
+      "(and _rank<R> with --rank)")("overwrite", po::bool_switch(&shared.overwrite), "replace an existing output")(
+      "level", po::value(&shared.level)->default_value(kDefaultLevel), "gzip level, 0 (store) to 12 (smallest)")(
+      "rank", po::value<int64_t>()->notifier([&](int64_t r) { rank = r; }),
+      "for a merged output: the global rank whose original to write");
+  const CommandLine line{"restore", "usage: tracelane restore COMPACTED [options]\n", std::string("\n") + kUsage};
+  std::string input_arg;
+  if (auto done = parse_command_line(argc, argv, line, options, "COMPACTED", input_arg)) return *done;
+  if (!check_level(shared.level, "restore")) return kExitUsage;
+  fs::path input(input_arg);
+  fs::path output = shared.output.empty() ? default_restore_output(input, rank) : fs::path(shared.output);
+  try {
+    guard_output(output, {input}, shared.overwrite, RankName::allowed);
+  } catch (const OutputRefused& e) {
+    print_error(e.what());
+    return kExitUsage;
+  }
+  try {
+    FileIdentity identity;  // the original is no more readable than its copy
+    std::string text = read_trace_bytes(input, &identity);
+    std::vector<RestoreRecordInfo> records = list_restore_records(text, input.string());
+    if (records.empty())
+      throw Error(input.string() + ": no restore data (no \"" + std::string(kRestoreKey) +
+                  "\"): it was written with --no-restore-data or by another tool, or is not a tracelane output");
+    size_t record = 0;
+    auto ranks = [&] {
+      std::string list;
+      for (const auto& r : records) list += (list.empty() ? "" : ", ") + std::to_string(r.global_rank);
+      return list;
+    };
+    if (rank) {
+      auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) { return r.global_rank == *rank; });
+      if (it == records.end())
+        throw Error(input.string() + ": no restore data for global rank " + std::to_string(*rank) +
+                    (records.size() > 1 ? " (it has ranks " + ranks() + ")" : " (it is not a merged output)"));
+      record = size_t(it - records.begin());
+    } else if (records.size() > 1) {
+      print_error(input.string() + ": a merged output of " + std::to_string(records.size()) +
+                  " ranks; name one with --rank (" + ranks() + ")");
+      return kExitUsage;
+    }
+    std::string original = restore_original(std::move(text), input.string(), record);
+    std::string bytes = encode_for(output, std::move(original), shared.level);
+    write_atomically(output, bytes, shared.overwrite, {}, {{input.filename().string(), identity}});
+    JsonValue summary = JsonValue::object();
+    summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
+    if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));
+    summary.set("bytes", JsonValue::integer(int64_t(records[record].original_bytes)));
+    summary.set("verified", JsonValue::boolean(true));
+    std::cout << summary.dump(2) << std::endl;
+    return kExitOk;
+  } catch (...) {
+    return exit_status_of_failure(input);
+  }
+}
+
+}  // namespace tracelane::cli

@@ -1,0 +1,209 @@
+// Planning the sweep: shard selection, staleness, what each rank and iteration needs.
+#include "sweep_plan.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+#include "printable.hpp"
+
+namespace tracelane::cli {
+
+std::optional<Shard> parse_shard(std::string_view text) {
+  size_t slash = text.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == text.size()) return std::nullopt;
+  auto number = [](std::string_view digits, long& value) {
+    if (digits.empty() || digits.size() > 9) return false;
+    value = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      value = value * 10 + (c - '0');
+    }
+    return true;
+  };
+  long index = 0, count = 0;
+  if (!number(text.substr(0, slash), index) || !number(text.substr(slash + 1), count)) return std::nullopt;
+  if (count < 1 || count > kMaxShards || index >= count) return std::nullopt;
+  return Shard{int(index), int(count)};
+}
+
+namespace {
+
+std::vector<NamedIdentity> named(const std::vector<const RankFile*>& inputs) {
+  std::vector<NamedIdentity> out;
+  for (const RankFile* input : inputs) out.push_back({input->path.filename().string(), input->identity});
+  return out;
+}
+int64_t size_of(const fs::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
+}
+
+// An up-to-date output's row: "skipped", with the numbers of the run that wrote it, from
+// the record stored with the output (write_atomically), when it has one that fits; and
+// its figures, stored beside that record, only when the record fitted.
+void mark_skipped(Row& row, const fs::path& output) {
+  int64_t bytes = size_of(output);
+  row.set("status", std::string("skipped")).set("output_bytes", bytes);
+  auto record = read_record(output);
+  if (!record || !fill_from_record(row, *record, bytes)) return;
+  if (auto figures = read_attribute(output, kFiguresAttribute, kFiguresRecordMax))
+    fill_figures_from_record(row, *figures);
+}
+
+}  // namespace
+
+// An output is up to date when it is a regular file (not a link someone planted) whose
+// kInputsAttribute names exactly the inputs as they are now: same names, devices, inodes,
+// sizes and mtimes. "Newer than every input" is not enough: a rank file renamed into
+// place keeps its older mtime, and one replaced while it was read leaves an output newer
+// than it yet made from the file before. With no record (a file system without user
+// extended attributes, an output written by another tool) the output is redone: a
+// redundant redo costs time, a kept stale output costs a wrong result for good.
+bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inputs, std::string_view recipe) {
+  struct stat st {};
+  if (::lstat(output.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  auto recorded = read_attribute(output, kInputsAttribute);
+  // Ours only: another user's file under an output's name, whatever its attributes say,
+  // is never reported as our up-to-date result.
+  if (st.st_uid != ::geteuid()) return false;
+  return recorded && *recorded == inputs_record(named(inputs), st.st_dev, recipe);
+}
+
+// Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
+SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
+  SweepPlan plan;
+  // What decides the outputs besides their inputs: kept in each output's inputs record.
+  const std::string recipe = options.job.recipe(true);
+  for (size_t position = 0; position < discovery.iterations.size(); ++position) {
+    if (options.shard && !shard_takes(*options.shard, position)) continue;
+    const IterationDir& dir = discovery.iterations[position];
+    auto iteration = std::make_unique<IterationTask>();
+    iteration->dir = &dir;
+    iteration->index = plan.iterations.size();
+    std::vector<const RankFile*> inputs;
+    for (const RankFile& file : dir.ranks) inputs.push_back(&file);
+    if (dir.ranks.size() >= 2) {
+      iteration->has_merge_row = true;
+      iteration->merged_output = dir.dir / kMergedName;
+      iteration->merge = options.overwrite || !up_to_date(iteration->merged_output, inputs, recipe);
+      Row& row = iteration->merge_row;
+      row.set("dir", dir.rel).set("run", dir.run).set("iteration", dir.iteration);
+      row.set("ranks", int64_t(dir.ranks.size())).set("output", std::string(kMergedName));
+      int64_t input_bytes = 0;
+      for (const RankFile& file : dir.ranks) input_bytes += int64_t(file.bytes_on_disk);
+      row.set("input_bytes", input_bytes);
+      if (!iteration->merge) mark_skipped(row, iteration->merged_output);
+      if (iteration->merge) {
+        // The guard, before any rank is read for the merge (again before writing it).
+        std::vector<fs::path> rank_paths;
+        for (const RankFile& file : dir.ranks) rank_paths.push_back(file.path);
+        try {
+          guard_output(iteration->merged_output, rank_paths, true);
+        } catch (const OutputRefused& e) {
+          iteration->merge = false;
+          row.set("status", std::string("failed")).set("error", std::string(e.what()));
+        }
+      }
+    }
+    for (const RankFile& file : dir.ranks) {
+      auto task = std::make_unique<RankTask>();
+      task->iteration = iteration.get();
+      task->file = &file;
+      task->output = default_compact_output(file.path);
+      task->estimate = file.bytes_uncompressed;
+      task->write_output = options.overwrite || !up_to_date(task->output, {&file}, recipe);
+      task->for_merge = iteration->merge;
+      task->process = task->write_output || task->for_merge;
+      Row& row = task->row;
+      row.set("dir", dir.rel).set("file", file.path.filename().string()).set("run", dir.run);
+      row.set("iteration", dir.iteration).set("rank", int64_t(file.rank));
+      row.set("input_bytes", int64_t(file.bytes_on_disk)).set("output", task->output.filename().string());
+      if (!task->write_output) mark_skipped(row, task->output);
+      iteration->ranks.push_back(plan.ranks.size());
+      plan.ranks.push_back(std::move(task));
+    }
+    plan.iterations.push_back(std::move(iteration));
+  }
+  return plan;
+}
+
+
+void print_plan(const SweepPlan& plan) {
+  // Names from the tree are bytes: printable() keeps invalid UTF-8 and terminal escapes
+  // off the terminal.
+  auto rel_file = [](const RankTask& task, const fs::path& path) {
+    const std::string& rel = task.iteration->dir->rel;
+    return printable((rel == "." ? "" : rel + "/") + path.filename().string());
+  };
+  for (const auto& iteration : plan.iterations) {
+    for (size_t index : iteration->ranks) {
+      const RankTask& task = *plan.ranks[index];
+      if (task.write_output)
+        std::cout << "compact " << rel_file(task, task.file->path) << " -> " << printable(task.output.filename().string())
+                  << "\n";
+      else if (task.process)
+        std::cout << "read    " << rel_file(task, task.file->path) << " (output up to date; needed by the merge)\n";
+      else
+        std::cout << "skip    " << rel_file(task, task.file->path) << " (output up to date)\n";
+    }
+    if (iteration->has_merge_row) {
+      if (iteration->merge)
+        std::cout << "merge   " << printable(iteration->dir->rel) << " (" << iteration->ranks.size() << " ranks) -> "
+                  << kMergedName << "\n";
+      else
+        std::cout << "skip    " << printable(iteration->dir->rel) << "/" << kMergedName << " (up to date)\n";
+    }
+  }
+  size_t work = 0;
+  uint64_t bytes = 0;
+  for (const auto& task : plan.ranks)
+    if (task->process) work++, bytes += task->file->bytes_uncompressed;
+  std::cout << work << " of " << plan.ranks.size() << " rank files to read (" << bytes << " bytes of JSON), "
+            << plan.iterations.size() << " iteration directories\n";
+}
+
+// A killed sweep leaves its temporary files (".<output>.tmp.<pid>.<n>", never the
+// output's own name) behind; remove those of our outputs in the directories this run
+// owns when their writer is no longer running on this host. Only regular files that we
+// own are removed, by name relative to the directory we opened (unlinkat never follows a
+// link: a symlink swapped in is removed itself, never its target).
+void remove_stale_temporaries(const SweepPlan& plan) {
+  for (const auto& iteration : plan.iterations) {
+    std::set<std::string> outputs{kMergedName};
+    for (size_t r : iteration->ranks) outputs.insert(plan.ranks[r]->output.filename().string());
+    int fd = ::open(iteration->dir->dir.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;  // its rank files cannot be read either: they get failed rows
+    int list_fd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* listing = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+    if (!listing && list_fd >= 0) ::close(list_fd);
+    std::vector<std::string> stale;
+    while (listing) {
+      struct dirent* entry = ::readdir(listing);
+      if (!entry) break;
+      std::string name = entry->d_name;
+      size_t tmp = name.find(".tmp.");
+      if (name.empty() || name[0] != '.' || tmp == std::string::npos) continue;
+      if (!outputs.count(name.substr(1, tmp - 1))) continue;
+      long pid = std::atol(name.c_str() + tmp + 5);
+      if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+    }
+    if (listing) ::closedir(listing);
+    for (const std::string& name : stale) {
+      struct stat st {};
+      if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+          st.st_uid == ::geteuid())
+        (void)::unlinkat(fd, name.c_str(), 0);
+    }
+    ::close(fd);
+  }
+}
+
+}  // namespace tracelane::cli

@@ -1,0 +1,113 @@
+// The sweep's plan: its options, which iteration directories this shard takes, and per
+// iteration and rank what is stale (to compact, to merge) and what is up to date (skipped,
+// its row filled from the record kept with its output). The plan's tasks then carry what
+// the graph's stages (sweep_graph.hpp) leave for the next one.
+#pragma once
+
+#include <boost/filesystem.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discovery.hpp"
+#include "report.hpp"
+#include "trace_job.hpp"
+#include "tracelane/compact.hpp"
+#include "tracelane/rules.hpp"
+#include "tracelane/trace.hpp"
+
+namespace tracelane::cli {
+
+namespace fs = boost::filesystem;
+
+// "--shard K/N": a deterministic 1/N of the iteration directories, by position in the
+// sorted relative paths (position % N == K).
+struct Shard {
+  int index = 0;
+  int count = 1;
+};
+// N is at most kMaxShards (report.hpp): real job arrays have tens to thousands of tasks
+// (Slurm's MaxArraySize defaults to 1001 and cannot exceed 4000001), and `report --combine`
+// must account for every shard, so a typo such as 0/100000000 is refused here instead of
+// turning the combine step into a list of a hundred million missing shards.
+std::optional<Shard> parse_shard(std::string_view text);
+inline bool shard_takes(const Shard& shard, size_t position) {
+  return position % size_t(shard.count) == size_t(shard.index);
+}
+
+struct SweepOptions {
+  fs::path root;
+  fs::path report_dir;
+  uint64_t memory_budget = 0;
+  int jobs = 1;
+  bool overwrite = false, dry_run = false, quiet = false;
+  std::optional<Rules> rules;  // --rules FILE, loaded before any trace is read
+  // What every rank job shares: the rules (pointing at `rules`), their text, --force,
+  // --no-restore-data, --level. No timings: jobs run concurrently.
+  JobOptions job;
+  std::optional<Shard> shard;
+};
+
+struct IterationTask;
+
+// One rank file: its plan, then what the graph stages leave for the next one.
+struct RankTask {
+  IterationTask* iteration = nullptr;
+  const RankFile* file = nullptr;
+  fs::path output;
+  bool process = false;       // read and compact (its output is stale, or a merge needs it)
+  bool write_output = false;  // its own output is stale
+  bool for_merge = false;     // keep the compacted trace for the iteration's merge
+  Row row{RowKind::file};
+
+  std::chrono::steady_clock::time_point started;
+  uint64_t estimate = 0;        // uncompressed bytes admitted; raised when the read finds more
+  bool requeued = false;        // the read found more than admitted: back to the budget
+  int requeues = 0;
+  FileIdentity read_identity;   // the file as read (recorded with the outputs made from it)
+  std::optional<Trace> trace;
+  std::optional<CompactedTrace> compacted;
+  bool failed = false;
+  bool already_laned = false;  // SPEC 9.8: left as it is, not a failure
+};
+
+struct IterationTask {
+  const IterationDir* dir = nullptr;
+  size_t index = 0;
+  std::vector<size_t> ranks;  // indices into the rank tasks
+  bool merge = false;         // the merged output is stale: merge after the ranks
+  bool has_merge_row = false;
+  fs::path merged_output;
+  Row merge_row{RowKind::merge};
+  std::atomic<size_t> ranks_done{0};
+};
+
+// Prints progress on stderr: a redrawn bar on a terminal, a plain line now and then
+
+struct SweepPlan {
+  std::vector<std::unique_ptr<RankTask>> ranks;
+  std::vector<std::unique_ptr<IterationTask>> iterations;
+};
+
+// Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
+SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery);
+
+// --dry-run: what the sweep would do.
+void print_plan(const SweepPlan& plan);
+
+// A killed sweep leaves its temporary files (".<output>.tmp.<pid>.<n>", never the
+// output's own name) behind; removes those of our outputs in the directories this run
+// owns when their writer is no longer running on this host.
+void remove_stale_temporaries(const SweepPlan& plan);
+
+// An output is up to date when it is a regular file of ours whose inputs record names
+// exactly `inputs` as they are now, made with `recipe`.
+bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inputs, std::string_view recipe);
+
+}  // namespace tracelane::cli

@@ -1,0 +1,142 @@
+#include "trace_job.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+
+#include "tracelane/summary.hpp"
+
+namespace tracelane::cli {
+
+CompactOptions JobOptions::compact_options(bool pp_flows) const {
+  CompactOptions options;
+  options.pp_flows = pp_flows;
+  options.force = force;
+  options.restore_data = restore_data;
+  options.rules = rules;
+  options.timings = timings;
+  return options;
+}
+
+JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings) {
+  JobOptions job;
+  job.rules = shared.rules_or_null();
+  job.rules_text = shared.rules_text;
+  job.force = force;
+  job.restore_data = !shared.no_restore_data;
+  job.level = shared.level;
+  job.timings = timings;
+  return job;
+}
+
+std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read,
+                      const JobOptions& job) {
+  Timings::Scope scope(job.timings, "read");
+  return read_trace_bytes(input, &identity, read);
+}
+
+Trace parse_step(std::string json, const fs::path& input, const JobOptions& job) {
+  Timings::Scope scope(job.timings, "parse");
+  return parse_trace(std::move(json), input.string(), ParseOptions{}, job.timings);
+}
+
+CompactedTrace compact_step(Trace trace, const JobOptions& job, bool pp_flows) {
+  Timings::Scope scope(job.timings, "compact");
+  return compact_trace(std::move(trace), job.compact_options(pp_flows));
+}
+
+void print_already_laned(const fs::path& input, const std::string& reason, const char* force_does) {
+  // Compacting twice would only reshuffle lanes the exporter chose: nothing is written.
+  JsonValue summary = JsonValue::object();
+  summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::null());
+  summary.set("status", JsonValue::string("already laned"));
+  summary.set("reason", JsonValue::string(reason));
+  std::cout << summary.dump(2) << std::endl;
+  print_error(input.string() + ": already laned (" + reason + "); nothing written (--force " + force_does +
+              " anyway)");
+}
+
+void mark_already_laned(Row& row, const std::string& reason) {
+  row.set("status", std::string("already laned")).set("error", reason);
+}
+
+GpuFigures figures_step(const CompactedTrace& compacted, const JobOptions& job, std::optional<int64_t> rank,
+                        std::optional<int64_t> pp_rank) {
+  Timings::Scope scope(job.timings, "figures");
+  return trace_figures(compacted, job.rules, rank, pp_rank);
+}
+
+std::optional<int64_t> rank_of(const fs::path& input, const CompactedTrace& compacted) {
+  std::optional<int64_t> rank;
+  if (long long from_name; is_rank_trace_name(input.filename().string(), &from_name))
+    rank = from_name;
+  else
+    rank = read_distributed_info(compacted.trace).rank;
+  if (rank && *rank < 0) rank.reset();
+  return rank;
+}
+
+std::string serialise_step(const CompactedTrace& compacted, const JobOptions& job) {
+  Timings::Scope scope(job.timings, "serialise");
+  return write_compacted(compacted);
+}
+
+std::string encode_step(const fs::path& output, std::string text, const JobOptions& job) {
+  Timings::Scope scope(job.timings, "compress");
+  return encode_for(output, std::move(text), job.level);
+}
+
+void write_step(const fs::path& output, const std::string& bytes, bool overwrite,
+                const std::vector<NamedIdentity>& inputs, std::string_view recipe, const OutputRecords& records,
+                const JobOptions& job) {
+  Timings::Scope scope(job.timings, "write");
+  write_atomically(output, bytes, overwrite, records.row, inputs, recipe, records.figures);
+}
+
+void fill_compact_row(Row& row, const CompactSummary& summary) {
+  row.set("measured_slices", int64_t(summary.measured_slices))
+      .set("original_streams", int64_t(summary.original_streams))
+      .set("compacted_lanes", int64_t(summary.compacted_lanes))
+      .set("flows_mapped", int64_t(summary.gpu_flow_endpoints_mapped))
+      .set("flows_unmapped", int64_t(summary.gpu_flow_endpoints_unmapped))
+      .set("annotations_mapped", int64_t(summary.gpu_annotations_mapped))
+      .set("annotations_coalesced", int64_t(summary.gpu_annotations_coalesced))
+      .set("cuda_graph_launches", int64_t(summary.cuda_graph_launches));
+  if (summary.compacted_lanes > 0)
+    row.set("compaction_ratio", double(summary.original_streams) / double(summary.compacted_lanes));
+}
+
+void fill_merge_row(Row& row, const MergeSummary& summary) {
+  std::vector<std::pair<int, int64_t>> order = summary.pp_ranks;
+  std::sort(order.begin(), order.end());
+  std::string pp_order;
+  for (const auto& [pp_rank, global_rank] : order) pp_order += (pp_order.empty() ? "" : " ") + std::to_string(global_rank);
+  row.set("pp_order", pp_order).set("pp_order_source", summary.pp_order_source);
+  row.set("time_alignment", summary.time_alignment);
+  for (const auto& [key, value] : pp_count_fields(summary.pp, true)) row.set(key, int64_t(value));
+}
+
+JsonValue compact_summary_json(const fs::path& input, const fs::path& output, const CompactSummary& summary,
+                               const GpuFigures& figures) {
+  JsonValue json = with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(summary, true));
+  add_figures_json(json, figures);
+  return json;
+}
+
+MergedOutput merge_and_write(std::vector<MergeInput> ranks, const std::vector<NamedIdentity>& inputs,
+                             const fs::path& output, bool overwrite, const JobOptions& job,
+                             const MergeRecords& records) {
+  MergeResult merged;
+  {
+    Timings::Scope scope(job.timings, "merge");
+    merged = merge_ranks(std::move(ranks), job.rules, job.timings);
+  }
+  std::string bytes = encode_step(output, std::move(merged.json), job);
+  MergedOutput out{std::move(merged.summary), std::move(merged.figures), bytes.size()};
+  OutputRecords stored;
+  if (records) stored = records(out.summary, out.figures, out.output_bytes);
+  write_step(output, bytes, overwrite, inputs, job.recipe(true), stored, job);
+  return out;
+}
+
+}  // namespace tracelane::cli

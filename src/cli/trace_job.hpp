@@ -1,0 +1,118 @@
+// One job for one trace file, the steps `compact`, `merge` and `sweep` all run, so that
+// the three commands cannot drift:
+//
+//   read -> parse -> compact -> figures -> serialise -> compress (encode) -> write -> summary
+//
+// `compact` (compact_command.cpp) calls them in that order for its one file; the sweep's
+// graph nodes (sweep_graph.cpp: load_parse, compact_rank, write_rank) call the same steps
+// on many files at once; `merge` reads, parses and compacts each rank with them, then
+// merge_and_write() (merge + compress + write) does the rest, for `tracelane merge` and
+// the sweep's merge node alike.
+//
+// The steps keep no state between calls and touch nothing shared except what the caller
+// passes (a Timings*, which one thread at a time may use: null where jobs run
+// concurrently), so ranks can be compacted concurrently.
+#pragma once
+
+#include <boost/filesystem.hpp>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "files.hpp"
+#include "options.hpp"
+#include "report.hpp"
+#include "tracelane/compact.hpp"
+#include "tracelane/figures.hpp"
+#include "tracelane/json_value.hpp"
+#include "tracelane/merge.hpp"
+#include "tracelane/timings.hpp"
+#include "tracelane/trace.hpp"
+
+namespace tracelane::cli {
+
+namespace fs = boost::filesystem;
+
+// What every job of one command shares, set once from its options.
+struct JobOptions {
+  const Rules* rules = nullptr;  // null: built-in
+  std::string rules_text;        // the --rules file's text, for the outputs' recipe
+  bool force = false;            // compact traces that are already laned (SPEC 9.8)
+  bool restore_data = true;      // outputs carry what restores their originals (SPEC 9.12)
+  int level = kDefaultLevel;     // gzip level of the outputs
+  Timings* timings = nullptr;    // --timings; null when jobs run concurrently (sweep)
+
+  // The one place CompactOptions are made from the command's options. `pp_flows`: the
+  // single-trace PP arrows (merge leaves them out; a merged output carries its own).
+  CompactOptions compact_options(bool pp_flows) const;
+  // What decides an output besides its inputs (kept in its inputs record, files.hpp).
+  std::string recipe(bool pp_flows) const { return output_recipe(rules_text, restore_data, pp_flows); }
+};
+
+// From compact's or merge's options (the rules are pointed to, not copied).
+JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings);
+
+// Read: the file's bytes, decompressed, with the identity of the file read. The caller
+// has put the output's name through guard_output first (files.hpp), each command where
+// its refusals belong (compact: before --preview's; sweep: in the rank's row).
+std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read,
+                      const JobOptions& job);
+// Parse.
+Trace parse_step(std::string json, const fs::path& input, const JobOptions& job);
+// Compact. The result may be already laned (SPEC 9.8): see already_laned().
+CompactedTrace compact_step(Trace trace, const JobOptions& job, bool pp_flows);
+
+// SPEC 9.8: a trace the exporter laned already is left as it is and nothing is written;
+// not a failure. The reason, or empty when the trace was compacted.
+inline const std::string& already_laned(const CompactedTrace& compacted) { return compacted.already_laned; }
+// compact and merge: the summary (output null) on stdout and why on stderr. `command` is
+// what --force does anyway ("compacts", "merges").
+void print_already_laned(const fs::path& input, const std::string& reason, const char* force_does);
+// sweep: the row's status and error.
+void mark_already_laned(Row& row, const std::string& reason);
+
+// Figures: the GPU timeline's numbers and strips (docs/figures.md).
+GpuFigures figures_step(const CompactedTrace& compacted, const JobOptions& job, std::optional<int64_t> rank,
+                        std::optional<int64_t> pp_rank);
+// The global rank a single trace's strips are labelled with: the N of a rank<N>_trace
+// name, else distributedInfo.rank; none when negative.
+std::optional<int64_t> rank_of(const fs::path& input, const CompactedTrace& compacted);
+
+// Serialise, then compress as the output's name says (.gz or not).
+std::string serialise_step(const CompactedTrace& compacted, const JobOptions& job);
+std::string encode_step(const fs::path& output, std::string text, const JobOptions& job);
+
+// What is stored with an output besides its inputs record: the sweep's row and figures
+// (report.hpp row_record, figures_record); empty for compact and merge.
+struct OutputRecords {
+  std::string row;
+  std::string figures;
+};
+// Write: atomically, with the inputs as read and the recipe (files.hpp write_atomically).
+void write_step(const fs::path& output, const std::string& bytes, bool overwrite,
+                const std::vector<NamedIdentity>& inputs, std::string_view recipe, const OutputRecords& records,
+                const JobOptions& job);
+
+// The summary: a sweep row's numbers, and compact's JSON on stdout.
+void fill_compact_row(Row& row, const CompactSummary& summary);
+void fill_merge_row(Row& row, const MergeSummary& summary);
+JsonValue compact_summary_json(const fs::path& input, const fs::path& output, const CompactSummary& summary,
+                               const GpuFigures& figures);
+
+// Merge orchestration, once for `tracelane merge` and the sweep: merges the compacted
+// ranks (file order), compresses, and writes `output` with the ranks' identities as read.
+// `records` (may be empty) gives what to store with the output once its size is known.
+struct MergedOutput {
+  MergeSummary summary;
+  GpuFigures figures;
+  uint64_t output_bytes = 0;
+};
+using MergeRecords = std::function<OutputRecords(const MergeSummary&, const GpuFigures&, uint64_t output_bytes)>;
+MergedOutput merge_and_write(std::vector<MergeInput> ranks, const std::vector<NamedIdentity>& inputs,
+                             const fs::path& output, bool overwrite, const JobOptions& job,
+                             const MergeRecords& records = {});
+
+}  // namespace tracelane::cli
