@@ -65,10 +65,10 @@ const std::vector<Column> kColumns = {
     {"original_streams", I, F, true, false},
     {"compacted_lanes", I, F, true, false},
     {"compaction_ratio", R, F, false, false, 4},
-    {"flows_mapped", I, F, true, false},
-    {"flows_unmapped", I, F, true, false},
-    {"annotations_mapped", I, F, true, false},
-    {"annotations_coalesced", I, F, true, false},
+    {"gpu_flow_endpoints_mapped", I, F, true, false},
+    {"gpu_flow_endpoints_unmapped", I, F, true, false},
+    {"gpu_annotations_mapped", I, F, true, false},
+    {"gpu_annotations_coalesced", I, F, true, false},
     {"cuda_graph_launches", I, F, true, false},
     {"pp_send_recv_pairs", I, M, true, false},
     {"pp_send_recv_unmatched", I, M, true, false},
@@ -265,6 +265,22 @@ const char* kind_name(RowKind kind) {
 
 const std::vector<Column>& report_columns() { return kColumns; }
 
+std::string_view column_name_in_schema(std::string_view name, int version) {
+  if (version < 3)
+    for (const RenamedColumn& renamed : kRenamedColumns)
+      if (name == renamed.name) return renamed.schema2;
+  return name;
+}
+
+int readable_schema_version(const std::string& source, std::optional<int64_t> found) {
+  if (!found) throw Error(source + ": not a tracelane report (no integer schema_version)");
+  if (*found < kOldestReadReportSchema || *found > kReportSchemaVersion)
+    throw Error(source + ": a report of schema_version " + std::to_string(*found) + ", which tracelane " +
+                TRACELANE_VERSION + " does not read (it reads schema_version " +
+                std::to_string(kOldestReadReportSchema) + " to " + std::to_string(kReportSchemaVersion) + ")");
+  return int(*found);
+}
+
 size_t column_index(std::string_view name) {
   for (size_t i = 0; i < kColumns.size(); ++i)
     if (name == kColumns[i].name) return i;
@@ -432,8 +448,11 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
     std::string_view name = column.name;
     if (column.timing || name == "status" || name == "error") continue;
     if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
+    // A record written before schema 3 (an output of the previous release, still up to
+    // date) names a renamed column as schema 2 did.
     simdjson::dom::element value;
-    if (item[column.name].get(value) || value.is_null()) continue;
+    if (item[column.name].get(value) && item[column_name_in_schema(column.name, 2)].get(value)) continue;
+    if (value.is_null()) continue;
     auto cell = cell_from_json(value, column);
     if (!std::holds_alternative<Cell>(cell)) return false;
     filled.cells[c] = std::move(std::get<Cell>(cell));
@@ -475,7 +494,11 @@ namespace {
 // parse_report_json's checks, with the JSON path of what is checked for the message.
 class ReportReader {
  public:
-  explicit ReportReader(const std::string& source) : source_(source) {}
+  explicit ReportReader(const std::string& source, int version = kReportSchemaVersion)
+      : source_(source), version_(version) {}
+
+  // A column's or totals key's name as this report writes it (schema 2: kRenamedColumns).
+  std::string_view key_in_file(std::string_view name) const { return column_name_in_schema(name, version_); }
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
     throw Error(source_ + ": " + where + ": " + what);
@@ -519,6 +542,7 @@ class ReportReader {
 
  private:
   const std::string& source_;
+  int version_;
 };
 
 bool status_allowed(RowKind kind, std::string_view status) {
@@ -632,12 +656,9 @@ std::optional<GpuFigures> read_figures(const ReportReader& reader,
 }
 
 Row read_row(const ReportReader& reader, simdjson::dom::element item, const std::string& where) {
-  static const std::vector<std::string_view> known = [] {
-    std::vector<std::string_view> names;
-    for (const Column& column : kColumns) names.push_back(column.name);
-    names.insert(names.end(), kFigureKeys.begin(), kFigureKeys.end());
-    return names;
-  }();
+  std::vector<std::string_view> known;
+  for (const Column& column : kColumns) known.push_back(reader.key_in_file(column.name));
+  known.insert(known.end(), kFigureKeys.begin(), kFigureKeys.end());
   auto members = reader.members(item, where, known);
   std::string_view kind;
   if (reader.required(members, "kind", where).get(kind)) reader.fail(where + ".kind", "expected a string");
@@ -654,8 +675,9 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
   // report_json() writes every column of the row's kind (null when unknown), and no other.
   for (size_t c = 1; c < kColumns.size(); ++c) {
     const Column& column = kColumns[c];
-    std::string path = where + "." + column.name;
-    auto it = members.find(column.name);
+    std::string_view key = reader.key_in_file(column.name);
+    std::string path = where + "." + std::string(key);
+    auto it = members.find(key);
     if (!(column.kinds & bit)) {
       if (it != members.end()) reader.fail(path, std::string("not a column of ") + kind_name(row.kind) + " rows");
       continue;
@@ -713,12 +735,12 @@ void check_totals(const ReportReader& reader, simdjson::dom::element given, cons
   std::string text = totals_json(rows).dump(-1);
   if (parser.parse(text).get(expected)) reader.fail("totals", "cannot be checked");  // never: our own JSON
   std::vector<std::string_view> keys;
-  for (auto [key, value] : expected) keys.push_back(key);
+  for (auto [key, value] : expected) keys.push_back(reader.key_in_file(key));
   auto members = reader.members(given, "totals", keys);
   for (auto [expected_key, value] : expected) {
     std::string_view key = expected_key;  // clang 14 cannot capture a structured binding
-    std::string path = "totals." + std::string(key);
-    simdjson::dom::element got = reader.required(members, key, "totals");
+    std::string path = "totals." + std::string(reader.key_in_file(key));
+    simdjson::dom::element got = reader.required(members, reader.key_in_file(key), "totals");
     bool real_column = std::any_of(kColumns.begin(), kColumns.end(), [&](const Column& column) {
       return column.type == ColumnType::real && key == column.name;
     });
@@ -764,16 +786,15 @@ bool fill_figures_from_record(Row& row, std::string_view record) {
 }
 
 Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals) {
-  ReportReader reader(source);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto error = parser.parse(json.data(), json.size()).get(doc))
     throw Error(source + ": not a JSON report: " + simdjson::error_message(error));
   // The version first, so that a report of another version says only that.
   simdjson::dom::object object;
-  int64_t version = 0;
-  if (doc.get(object) || object["schema_version"].get(version) || version != kReportSchemaVersion)
-    throw Error(source + ": not a tracelane report with schema_version " + std::to_string(kReportSchemaVersion));
+  int64_t found = 0;
+  bool has_version = !doc.get(object) && !object["schema_version"].get(found);
+  ReportReader reader(source, readable_schema_version(source, has_version ? std::optional(found) : std::nullopt));
   auto members =
       reader.members(doc, "", {"schema_version", "tool", "root", "shard", "timing_columns", "runs", "totals", "rows"});
   Report report;
