@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import report_figures  # noqa: E402
 
 COUNTED = ["input_bytes", "output_bytes", "events", "measured_slices", "original_streams", "compacted_lanes",
-           "flows_mapped", "flows_unmapped", "annotations_mapped", "annotations_coalesced", "cuda_graph_launches"]
+           "gpu_flow_endpoints_mapped", "gpu_flow_endpoints_unmapped", "gpu_annotations_mapped", "gpu_annotations_coalesced", "cuda_graph_launches"]
 MERGE_COUNTED = ["pp_send_recv_pairs", "pp_send_recv_unmatched", "pp_compute_dependency_pairs",
                  "pp_compute_dependency_unmatched", "pp_unshard_compute_pairs", "pp_unshard_compute_unmatched"]
 
@@ -38,8 +38,8 @@ def main():
             row = dict(kind="file", file=f"rank{rank}_trace.json.gz", rank=rank, pp_rank=rank % stages, **base)
             row.update(input_bytes=40_000_000 + 1009 * it + rank, output_bytes=41_000_000 + 917 * it + rank,
                        events=180_000 + it, measured_slices=90_000 + rank, original_streams=streams,
-                       compacted_lanes=lanes, compaction_ratio=round(streams / lanes, 4), flows_mapped=4000,
-                       flows_unmapped=0, annotations_mapped=3000, annotations_coalesced=12, cuda_graph_launches=40,
+                       compacted_lanes=lanes, compaction_ratio=round(streams / lanes, 4), gpu_flow_endpoints_mapped=4000,
+                       gpu_flow_endpoints_unmapped=0, gpu_annotations_mapped=3000, gpu_annotations_coalesced=12, cuda_graph_launches=40,
                        output=f"rank{rank}_trace_compacted.json.gz", seconds=round(1.5 + (it % 10) / 10, 3),
                        status="ok", error=None)
             merge_in += row["input_bytes"]
@@ -58,7 +58,7 @@ def main():
         totals[key] = sum(r[key] for r in rows if r["kind"] == "merge")
     totals["seconds"] = round(sum(r["seconds"] for r in rows), 3)
     totals["iterations_with_unmatched_send_recv"] = [r["dir"] for r in rows if r["kind"] == "merge" and r["pp_send_recv_unmatched"]]
-    report = {"schema_version": 2, "tool": "tracelane (generated)", "root": "/scratch/sweep", "shard": None,
+    report = {"schema_version": 3, "tool": "tracelane (generated)", "root": "/scratch/sweep", "shard": None,
               "timing_columns": ["seconds"], "runs": [{"shard": None, "wall_seconds": 3600.0, "jobs": 64,
                                                        "memory_budget_bytes": 64 << 30}],
               "totals": totals, "rows": report_figures.decorate({"rows": rows})["rows"]}

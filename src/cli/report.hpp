@@ -1,7 +1,7 @@
 // The sweep report (tracelane_report.json and .csv): one row per rank file, one per merged
 // iteration, one per discovery problem, plus totals; and `tracelane report --combine`,
 // which joins the partial reports of `sweep --shard K/N` into the report a single node
-// would have written. README.md ("The sweep report") documents every column.
+// would have written. docs/report.md documents every column.
 #pragma once
 
 #include <boost/filesystem.hpp>
@@ -18,9 +18,33 @@ namespace tracelane::cli {
 
 namespace fs = boost::filesystem;
 
+// 3: a column that `compact`'s or `merge`'s JSON summary also gives is named by the
+// summary's key (kRenamedColumns), one name per quantity.
 // 2: every text cell is written in printable()'s reversible escaped form (Backslash::escape),
 // so that a report is valid UTF-8 whatever the names in the tree; 1 wrote names raw.
-inline constexpr int kReportSchemaVersion = 2;
+inline constexpr int kReportSchemaVersion = 3;
+// The oldest schema still read (`report --combine`, `report --html`, a skipped row's record):
+// 2 differs from 3 only in the names of kRenamedColumns, which are read as their names now,
+// so that shards of one job array written by two releases still combine. 1 (names raw) is
+// refused: its text cells do not read back to the names the tree holds.
+inline constexpr int kOldestReadReportSchema = 2;
+
+// The columns schema 3 renamed to the summary key of the same quantity: {schema 2, now}.
+struct RenamedColumn {
+  const char* schema2;
+  const char* name;
+};
+inline constexpr RenamedColumn kRenamedColumns[] = {
+    {"flows_mapped", "gpu_flow_endpoints_mapped"},
+    {"flows_unmapped", "gpu_flow_endpoints_unmapped"},
+    {"annotations_mapped", "gpu_annotations_mapped"},
+    {"annotations_coalesced", "gpu_annotations_coalesced"},
+};
+// A column's (or a totals key's) name as a report of schema `version` writes it.
+std::string_view column_name_in_schema(std::string_view name, int version);
+// A report's schema_version (`found`; nothing when the document has no integer one) when
+// this tracelane reads it; else throws Error("<source>: ...") naming the version found.
+int readable_schema_version(const std::string& source, std::optional<int64_t> found);
 
 // The most shards a `sweep --shard K/N` may split a tree into, and the most a partial report
 // may claim: far above any cluster's array size, small enough that a typo (0/100000000)

@@ -312,9 +312,11 @@ std::string report_html(std::string_view report_json, const std::string& source,
   if (auto error = parser.parse(report_json.data(), report_json.size()).get(doc))
     throw Error(source + ": not a JSON report: " + simdjson::error_message(error));
   simdjson::dom::object top;
-  int64_t version = 0;
-  if (doc.get(top) || top["schema_version"].get(version) || version != kReportSchemaVersion)
-    throw Error(source + ": not a tracelane report with schema_version " + std::to_string(kReportSchemaVersion));
+  int64_t found = 0;
+  bool has_version = !doc.get(top) && !top["schema_version"].get(found);
+  // A schema 2 report (the previous release's) draws the same: its renamed columns are read
+  // under their old names, and its totals are given to the page under the names now.
+  int version = readable_schema_version(source, has_version ? std::optional(found) : std::nullopt);
 
   auto text_member = [&](const char* key) -> std::string {
     element value;
@@ -378,7 +380,8 @@ std::string report_html(std::string_view report_json, const std::string& source,
     for (size_t c = 1; c < columns.size(); ++c) {
       element value;
       const Column& column = *columns[c];
-      cells.push(row[column.name].get(value) ? JsonValue::null() : cell_json(reader, value, column, where + "." + column.name));
+      std::string_view key = column_name_in_schema(column.name, version);
+      cells.push(row[key].get(value) ? JsonValue::null() : cell_json(reader, value, column, where + "." + std::string(key)));
     }
     Figures& figure = figures[n];
     std::string_view dir, output;
@@ -412,7 +415,19 @@ std::string report_html(std::string_view report_json, const std::string& source,
   element value;
   data.set("shard", top["shard"].get(value) ? JsonValue::null() : copy_plain(reader, value, "shard"));
   data.set("runs", top["runs"].get(value) ? JsonValue::array() : copy_plain(reader, value, "runs"));
-  data.set("totals", top["totals"].get(value) ? JsonValue::object() : copy_plain(reader, value, "totals"));
+  JsonValue totals = JsonValue::object();
+  simdjson::dom::object totals_in;
+  if (!top["totals"].get(value) && !value.get(totals_in)) {
+    for (auto [key, item] : totals_in) {
+      std::string name(key);
+      for (const RenamedColumn& renamed : kRenamedColumns)
+        if (version < 3 && key == renamed.schema2) name = renamed.name;
+      totals.set(name, copy_plain(reader, item, "totals." + std::string(key), 1));
+    }
+  } else if (!top["totals"].get(value)) {
+    totals = copy_plain(reader, value, "totals");
+  }
+  data.set("totals", totals);
   JsonValue links = JsonValue::object();
   for (const auto& [dir, link] : dir_links) links.set(dir, JsonValue::string(link));
   data.set("columns", column_names).set("groups", groups.names).set("links", links);

@@ -97,10 +97,10 @@ void fill_compact_row(Row& row, const CompactSummary& summary) {
   row.set("measured_slices", int64_t(summary.measured_slices))
       .set("original_streams", int64_t(summary.original_streams))
       .set("compacted_lanes", int64_t(summary.compacted_lanes))
-      .set("flows_mapped", int64_t(summary.gpu_flow_endpoints_mapped))
-      .set("flows_unmapped", int64_t(summary.gpu_flow_endpoints_unmapped))
-      .set("annotations_mapped", int64_t(summary.gpu_annotations_mapped))
-      .set("annotations_coalesced", int64_t(summary.gpu_annotations_coalesced))
+      .set("gpu_flow_endpoints_mapped", int64_t(summary.gpu_flow_endpoints_mapped))
+      .set("gpu_flow_endpoints_unmapped", int64_t(summary.gpu_flow_endpoints_unmapped))
+      .set("gpu_annotations_mapped", int64_t(summary.gpu_annotations_mapped))
+      .set("gpu_annotations_coalesced", int64_t(summary.gpu_annotations_coalesced))
       .set("cuda_graph_launches", int64_t(summary.cuda_graph_launches));
   if (summary.compacted_lanes > 0)
     row.set("compaction_ratio", double(summary.original_streams) / double(summary.compacted_lanes));

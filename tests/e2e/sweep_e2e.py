@@ -41,7 +41,7 @@ def sweep(binary, *args):
 def load(path):
     with open(path) as f:
         report = json.load(f)
-    if report.get("schema_version") != 2:
+    if report.get("schema_version") != 3:
         fail(f"{path}: schema_version {report.get('schema_version')}")
     return report
 

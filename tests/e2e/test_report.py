@@ -12,6 +12,10 @@ reports it must not trust (needs no corpus: the trees hold copies of tests/data'
 - A huge shard count never turns into a huge log: missing shards are summarised.
 - The combined report never replaces one of its inputs (same name, a symlink or a hard
   link to it): exit 2, the input untouched.
+- A job array half-run by the previous release (report schema 2, four columns named
+  otherwise): its shards combine with this release's into the single-node report, its
+  report draws as a page, its outputs' records fill skipped rows; schema 1 is refused,
+  naming the file and the version.
 """
 
 import codecs
@@ -214,6 +218,90 @@ def test_combine_never_writes_over_an_input(ctx, work):
     checks.check(result.returncode == 0, f"combine into a new directory: {e2e.describe(result)}")
 
 
+# Schema 3 renamed these columns to the summary keys (src/cli/report.hpp kRenamedColumns).
+SCHEMA2_NAMES = {"gpu_flow_endpoints_mapped": "flows_mapped", "gpu_flow_endpoints_unmapped": "flows_unmapped",
+                 "gpu_annotations_mapped": "annotations_mapped", "gpu_annotations_coalesced": "annotations_coalesced"}
+
+
+def as_schema2(report):
+    """The report the previous release wrote for the same tree (schema 2, the old names)."""
+    old = dict(report, schema_version=2)
+    old["totals"] = {SCHEMA2_NAMES.get(k, k): v for k, v in report["totals"].items()}
+    old["rows"] = [{SCHEMA2_NAMES.get(k, k): v for k, v in row.items()} for row in report["rows"]]
+    return old
+
+
+def test_previous_release_reports_and_records_still_read(ctx, work):
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    make_tree(ctx, root)
+    result = e2e.tracelane(ctx.args, "sweep", root, "--quiet", "--jobs", "1")
+    checks.check(result.returncode == 0, f"sweep: {e2e.describe(result)}")
+    single, single_table = read_report(checks, os.path.join(root, "tracelane_report"), "single-node report")
+    if single is None:
+        return
+    checks.equal(single["schema_version"], 3, "schema_version")
+    files = [row for row in single["rows"] if row["kind"] == "file"]
+    checks.check(files and all(row.get("gpu_flow_endpoints_mapped") == 72 for row in files),
+                 f"gpu_flow_endpoints_mapped of the example: {[row.get('gpu_flow_endpoints_mapped') for row in files]}")
+    checks.check(all(name not in single_table[0] for name in SCHEMA2_NAMES.values()), "schema 2 names in the CSV")
+
+    shard0, shard1 = sweep_shards(ctx, root, 2)
+    with open(shard0) as handle:
+        old = as_schema2(json.load(handle))
+    with open(shard0, "w") as handle:
+        json.dump(old, handle, indent=2)
+    combined_dir = os.path.join(work, "mixed")
+    result = e2e.tracelane(ctx.args, "report", "--combine", shard0, shard1, "--report-dir", combined_dir)
+    checks.check(result.returncode == 0, f"report --combine of a schema 2 and a schema 3 shard: {e2e.describe(result)}")
+    combined, combined_table = read_report(checks, os.path.join(combined_dir, "tracelane_report"), "mixed combination")
+    if combined is not None:
+        checks.equal(combined["schema_version"], 3, "the combined report's schema_version")
+        checks.equal(without_timing(combined["rows"]), without_timing(single["rows"]), "mixed combined JSON rows")
+        checks.equal(without_timing(combined_table), without_timing(single_table), "mixed combined CSV rows")
+        checks.equal({k: v for k, v in combined["totals"].items() if k != "seconds"},
+                     {k: v for k, v in single["totals"].items() if k != "seconds"}, "mixed combined totals")
+    page = os.path.join(work, "old.html")
+    result = e2e.tracelane(ctx.args, "report", "--html", shard0, "-o", page)
+    checks.check(result.returncode == 0 and os.path.getsize(page) > 0, f"report --html of schema 2: {e2e.describe(result)}")
+
+    # Schema 1 wrote names raw: refused, naming the file and the version, exit 1.
+    ancient = os.path.join(work, "ancient")
+    os.mkdir(ancient)
+    ancient_shard = os.path.join(ancient, "tracelane_report.shard-0-of-2.json")
+    with open(ancient_shard, "w") as handle:
+        json.dump(dict(old, schema_version=1), handle)
+    shutil.copy(shard1, ancient)
+    result = e2e.tracelane(ctx.args, "report", "--combine", ancient)
+    checks.check(result.returncode == 1 and f"{ancient_shard}: a report of schema_version 1" in result.stderr,
+                 f"report --combine of schema 1: {e2e.describe(result)}")
+    result = e2e.tracelane(ctx.args, "report", "--html", ancient_shard)
+    checks.check(result.returncode == 1 and f"{ancient_shard}: a report of schema_version 1" in result.stderr,
+                 f"report --html of schema 1: {e2e.describe(result)}")
+
+    # An output the previous release wrote is up to date for this one: the record it stored
+    # (old names) gives the skipped row its numbers.
+    outputs = [os.path.join(os.fsencode(root), raw(row["dir"]), raw(row["output"])) for row in files]
+    try:
+        records = {path: json.loads(os.getxattr(path, "user.tracelane.report_row")) for path in outputs}
+    except OSError as error:
+        print(f"  SKIPPED: {work} keeps no user extended attributes ({error}); old records untested", flush=True)
+        return
+    for path, record in records.items():
+        os.setxattr(path, "user.tracelane.report_row",
+                    json.dumps({SCHEMA2_NAMES.get(k, k): v for k, v in record.items()}).encode())
+    result = e2e.tracelane(ctx.args, "sweep", root, "--quiet", "--jobs", "1")
+    checks.check(result.returncode == 0, f"sweep over the previous release's outputs: {e2e.describe(result)}")
+    again, _ = read_report(checks, os.path.join(root, "tracelane_report"), "report of skipped rows")
+    if again is None:
+        return
+    skipped = [row for row in again["rows"] if row["kind"] == "file" and row["status"] == "skipped"]
+    checks.equal(len(skipped), len(files), "skipped file rows")
+    for row in skipped:
+        for name in SCHEMA2_NAMES:
+            checks.check(row[name] is not None, f"{row['dir']}: {name} of a skipped row is {row[name]!r}")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("e2e report")
@@ -221,6 +309,7 @@ def main():
         test_odd_names_load_and_round_trip,
         test_corrupt_partial_reports_are_errors,
         test_combine_never_writes_over_an_input,
+        test_previous_release_reports_and_records_still_read,
     ))
 
 

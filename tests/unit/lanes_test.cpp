@@ -25,112 +25,101 @@ std::string group_id(std::string_view cat, std::string_view name) {
 
 // --- assign_lanes ----------------------------------------------------------------------
 
-TEST(AssignLanes, TouchingSlicesShareALane) {
-  uint32_t count = 99;
-  auto lanes = lanes_of({{0, 10}, {10, 20}, {20, 30}}, count);
-  EXPECT_EQ(count, 1u);
-  EXPECT_EQ(lanes, (std::vector<uint32_t>{0, 0, 0}));
+// One packing: the slices in input order, and the lane count and lanes assign_lanes gives.
+struct PackingCase {
+  const char* name;  // the test's name: a sentence
+  std::vector<Interval> slices;
+  uint32_t lane_count;
+  std::vector<uint32_t> lanes;  // per slice, in input order
+};
+
+class AssignLanes : public ::testing::TestWithParam<PackingCase> {};
+
+TEST_P(AssignLanes, PacksAsSpec4Says) {
+  const PackingCase& c = GetParam();
+  uint32_t count = 99;  // overwritten, whatever it held
+  auto lanes = lanes_of(c.slices, count);
+  EXPECT_EQ(count, c.lane_count);
+  EXPECT_EQ(lanes, c.lanes);
 }
 
-TEST(AssignLanes, ZeroLengthSlicesShareALaneWithEachOtherAndWithTouchingSlices) {
-  uint32_t count = 99;
-  auto lanes = lanes_of({{5, 5}, {5, 5}, {5, 10}, {0, 5}}, count);
-  EXPECT_EQ(count, 1u);
-  EXPECT_EQ(lanes, (std::vector<uint32_t>{0, 0, 0, 0}));
-}
+// 2^53 + 1 ns cannot be told apart from 2^53 in a double; integer ns can.
+const Ns kBig = Ns(1) << 53;
 
-TEST(AssignLanes, AZeroLengthSliceInsideABusyLaneOpensANewLane) {
-  uint32_t count = 0;
-  auto lanes = lanes_of({{0, 10}, {5, 5}}, count);
-  EXPECT_EQ(count, 2u);
-  EXPECT_EQ(lanes, (std::vector<uint32_t>{0, 1}));
-}
-
-TEST(AssignLanes, OverlappingSlicesOpenOneLaneEach) {
-  uint32_t count = 0;
-  auto lanes = lanes_of({{0, 10}, {5, 15}, {6, 7}}, count);
-  EXPECT_EQ(count, 3u);
-  EXPECT_EQ(lanes, (std::vector<uint32_t>{0, 1, 2}));
-}
-
-TEST(AssignLanes, TheLowestNumberedFreeLaneIsReused) {
-  // At 5 lanes 0 (ended 3) and 2 (ended 4) are both free: the slice takes lane 0, and
-  // the next one, at 6, takes lane 2 because lane 1 is still busy.
-  uint32_t count = 0;
-  auto lanes = lanes_of({{0, 3}, {1, 20}, {2, 4}, {5, 9}, {6, 10}}, count);
-  EXPECT_EQ(count, 3u);
-  EXPECT_EQ(lanes, (std::vector<uint32_t>{0, 1, 2, 0, 2}));
-}
-
-TEST(AssignLanes, SlicesAreVisitedByStartThenEndNotByInputOrder) {
-  // [0,5] is visited before [0,10] although it comes second, so it gets lane 0.
-  uint32_t count = 0;
-  auto lanes = lanes_of({{0, 10}, {0, 5}, {7, 8}}, count);
-  EXPECT_EQ(count, 2u);
-  EXPECT_EQ(lanes, (std::vector<uint32_t>{1, 0, 0}));
-}
-
-TEST(AssignLanes, IdenticalSlicesKeepTheirInputOrder) {
-  uint32_t count = 0;
-  auto lanes = lanes_of({{3, 9}, {3, 9}, {3, 9}}, count);
-  EXPECT_EQ(count, 3u);
-  EXPECT_EQ(lanes, (std::vector<uint32_t>{0, 1, 2}));
-}
-
-TEST(AssignLanes, NoSlicesUseNoLanes) {
-  uint32_t count = 7;
-  auto lanes = lanes_of({}, count);
-  EXPECT_EQ(count, 0u);
-  EXPECT_TRUE(lanes.empty());
-}
-
-TEST(AssignLanes, TimesBeyondDoublePrecisionStillTouchExactly) {
-  // 2^53 + 1 ns cannot be told apart from 2^53 in a double; integer ns can.
-  const Ns big = (Ns(1) << 53);
-  uint32_t count = 0;
-  auto lanes = lanes_of({{big - 10, big + 1}, {big + 1, big + 5}, {big, big + 2}}, count);
-  EXPECT_EQ(count, 2u);
-  EXPECT_EQ(lanes[0], 0u);
-  EXPECT_EQ(lanes[2], 1u);
-  EXPECT_EQ(lanes[1], 0u);  // starts exactly where lane 0's slice ends
-}
+INSTANTIATE_TEST_SUITE_P(
+    Spec4, AssignLanes,
+    ::testing::Values(
+        PackingCase{"TouchingSlicesShareALane", {{0, 10}, {10, 20}, {20, 30}}, 1, {0, 0, 0}},
+        PackingCase{"ZeroLengthSlicesShareALaneWithEachOtherAndWithTouchingSlices",
+                    {{5, 5}, {5, 5}, {5, 10}, {0, 5}},
+                    1,
+                    {0, 0, 0, 0}},
+        PackingCase{"AZeroLengthSliceInsideABusyLaneOpensANewLane", {{0, 10}, {5, 5}}, 2, {0, 1}},
+        PackingCase{"OverlappingSlicesOpenOneLaneEach", {{0, 10}, {5, 15}, {6, 7}}, 3, {0, 1, 2}},
+        // At 5 lanes 0 (ended 3) and 2 (ended 4) are both free: the slice takes lane 0, and
+        // the next one, at 6, takes lane 2 because lane 1 is still busy.
+        PackingCase{"TheLowestNumberedFreeLaneIsReused",
+                    {{0, 3}, {1, 20}, {2, 4}, {5, 9}, {6, 10}},
+                    3,
+                    {0, 1, 2, 0, 2}},
+        // [0,5] is visited before [0,10] although it comes second, so it gets lane 0.
+        PackingCase{"SlicesAreVisitedByStartThenEndNotByInputOrder", {{0, 10}, {0, 5}, {7, 8}}, 2, {1, 0, 0}},
+        PackingCase{"IdenticalSlicesKeepTheirInputOrder", {{3, 9}, {3, 9}, {3, 9}}, 3, {0, 1, 2}},
+        PackingCase{"NoSlicesUseNoLanes", {}, 0, {}},
+        // The second slice starts exactly where lane 0's slice ends.
+        PackingCase{"TimesBeyondDoublePrecisionStillTouchExactly",
+                    {{kBig - 10, kBig + 1}, {kBig + 1, kBig + 5}, {kBig, kBig + 2}},
+                    2,
+                    {0, 0, 1}}),
+    [](const ::testing::TestParamInfo<PackingCase>& info) { return std::string(info.param.name); });
 
 // --- classification (SPEC 3) ----------------------------------------------------------
 
-TEST(ClassifySlice, MemcpyAndMemsetGoByCatBeforeName) {
-  EXPECT_EQ(group_id("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)"), "memcpy");
-  EXPECT_EQ(group_id("gpu_memset", "Memset (Device)"), "memset");
-  EXPECT_EQ(group_id("gpu_memcpy", "ncclAllGather copy"), "memcpy");
-  EXPECT_EQ(group_id("Memcpy", "legacy"), "memcpy");
-  EXPECT_EQ(group_id("Memset", "legacy"), "memset");
+// A slice's cat and name, and the default group it falls in.
+struct ClassifyCase {
+  const char* cat;
+  const char* name;
+  const char* group;
+};
+
+class ClassifySlice : public ::testing::TestWithParam<ClassifyCase> {};
+
+TEST_P(ClassifySlice, FallsInItsSpec3Group) {
+  const ClassifyCase& c = GetParam();
+  EXPECT_EQ(group_id(c.cat, c.name), c.group) << c.cat << " / " << c.name;
 }
 
-TEST(ClassifySlice, NcclKernelsSplitByCollectiveIgnoringCase) {
-  EXPECT_EQ(group_id("kernel", "ncclDevKernel_AllGather_RING_LL"), "nccl_all_gather");
-  EXPECT_EQ(group_id("kernel", "ncclKernel_ReduceScatter_RING_LL_Sum_bf16"), "nccl_reduce_scatter");
-  EXPECT_EQ(group_id("kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"), "nccl_all_reduce");
-  EXPECT_EQ(group_id("kernel", "NCCLKERNEL_ALLGATHER"), "nccl_all_gather");
-  EXPECT_EQ(group_id("kernel", "ncclDevKernel_SendRecv"), "nccl_other");
-  // "all_gather" with an underscore is not "allgather".
-  EXPECT_EQ(group_id("kernel", "nccl_all_gather_kernel"), "nccl_other");
-}
+INSTANTIATE_TEST_SUITE_P(MemcpyAndMemsetGoByCatBeforeName, ClassifySlice,
+                         ::testing::Values(ClassifyCase{"gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", "memcpy"},
+                                           ClassifyCase{"gpu_memset", "Memset (Device)", "memset"},
+                                           ClassifyCase{"gpu_memcpy", "ncclAllGather copy", "memcpy"},
+                                           ClassifyCase{"Memcpy", "legacy", "memcpy"},
+                                           ClassifyCase{"Memset", "legacy", "memset"}));
 
-TEST(ClassifySlice, AllGatherWinsOverReduceScatterWhenANameHasBoth) {
-  EXPECT_EQ(group_id("kernel", "ncclAllGatherReduceScatter"), "nccl_all_gather");
-  EXPECT_EQ(group_id("kernel", "ncclReduceScatterAllReduce"), "nccl_reduce_scatter");
-}
+INSTANTIATE_TEST_SUITE_P(
+    NcclKernelsSplitByCollectiveIgnoringCase, ClassifySlice,
+    ::testing::Values(ClassifyCase{"kernel", "ncclDevKernel_AllGather_RING_LL", "nccl_all_gather"},
+                      ClassifyCase{"kernel", "ncclKernel_ReduceScatter_RING_LL_Sum_bf16", "nccl_reduce_scatter"},
+                      ClassifyCase{"kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "nccl_all_reduce"},
+                      ClassifyCase{"kernel", "NCCLKERNEL_ALLGATHER", "nccl_all_gather"},
+                      ClassifyCase{"kernel", "ncclDevKernel_SendRecv", "nccl_other"},
+                      // "all_gather" with an underscore is not "allgather".
+                      ClassifyCase{"kernel", "nccl_all_gather_kernel", "nccl_other"}));
 
-TEST(ClassifySlice, SymmetricMemoryBarrierNeedsBothWords) {
-  EXPECT_EQ(group_id("kernel", "c10d::symmetric_memory::barrier_kernel"), "symmetric_memory_barrier");
-  EXPECT_EQ(group_id("kernel", "Symmetric_Memory_BARRIER"), "symmetric_memory_barrier");
-  EXPECT_EQ(group_id("kernel", "symmetric_memory::put_signal"), "compute");
-  EXPECT_EQ(group_id("kernel", "barrier_kernel"), "compute");
-}
+INSTANTIATE_TEST_SUITE_P(AllGatherWinsOverReduceScatterWhenANameHasBoth, ClassifySlice,
+                         ::testing::Values(ClassifyCase{"kernel", "ncclAllGatherReduceScatter", "nccl_all_gather"},
+                                           ClassifyCase{"kernel", "ncclReduceScatterAllReduce", "nccl_reduce_scatter"}));
 
-TEST(ClassifySlice, EverythingElseIsCompute) {
-  EXPECT_EQ(group_id("kernel", "sm90_xmma_gemm_bf16"), "compute");
-  EXPECT_EQ(group_id("Kernel", "volta_sgemm"), "compute");
-}
+INSTANTIATE_TEST_SUITE_P(
+    SymmetricMemoryBarrierNeedsBothWords, ClassifySlice,
+    ::testing::Values(ClassifyCase{"kernel", "c10d::symmetric_memory::barrier_kernel", "symmetric_memory_barrier"},
+                      ClassifyCase{"kernel", "Symmetric_Memory_BARRIER", "symmetric_memory_barrier"},
+                      ClassifyCase{"kernel", "symmetric_memory::put_signal", "compute"},
+                      ClassifyCase{"kernel", "barrier_kernel", "compute"}));
+
+INSTANTIATE_TEST_SUITE_P(EverythingElseIsCompute, ClassifySlice,
+                         ::testing::Values(ClassifyCase{"kernel", "sm90_xmma_gemm_bf16", "compute"},
+                                           ClassifyCase{"Kernel", "volta_sgemm", "compute"}));
 
 TEST(DefaultGroups, AreInSpecOrderWithSpecLabels) {
   std::vector<std::pair<std::string, std::string>> expected = {

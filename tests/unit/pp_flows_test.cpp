@@ -3,6 +3,7 @@
 #include <ctime>
 #include <deque>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -38,76 +39,51 @@ const PpFlow* flow_named(const PpResult& result, std::string_view name) {
 
 // --- names ----------------------------------------------------------------------------
 
-TEST(ParsePpAction, ReadsStageOpAndMicrobatch) {
-  auto a = parse_pp_action("PP:0F0");
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->stage, 0);
-  EXPECT_EQ(a->op, "F");
-  EXPECT_EQ(a->microbatch, 0);
+// An annotation name and the action parse_pp_action reads from it (SPEC 9.5:
+// "PP:" + stage + op + optional microbatch).
+struct ActionCase {
+  const char* text;
+  int stage;
+  const char* op;
+  std::optional<int64_t> microbatch;
+};
 
-  auto b = parse_pp_action("PP:12B34");
-  ASSERT_TRUE(b);
-  EXPECT_EQ(b->stage, 12);
-  EXPECT_EQ(b->op, "B");
-  EXPECT_EQ(b->microbatch, 34);
+class ParsePpActionReads : public ::testing::TestWithParam<ActionCase> {};
+
+TEST_P(ParsePpActionReads, StageOpAndMicrobatch) {
+  const ActionCase& c = GetParam();
+  auto a = parse_pp_action(c.text);
+  ASSERT_TRUE(a) << c.text;
+  EXPECT_EQ(a->stage, c.stage) << c.text;
+  EXPECT_EQ(a->op, c.op) << c.text;
+  EXPECT_EQ(a->microbatch, c.microbatch) << c.text;
 }
 
-TEST(ParsePpAction, ReadsLeadingZerosAsIntegers) {
-  auto a = parse_pp_action("PP:00F01");
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->stage, 0);
-  EXPECT_EQ(a->op, "F");
-  EXPECT_EQ(a->microbatch, 1);
-}
-
-TEST(ParsePpAction, ReadsSendAndRecvOps) {
-  for (const char* op : {"SEND_F", "RECV_F", "SEND_B", "RECV_B"}) {
-    auto a = parse_pp_action(std::string("PP:3") + op + "7");
-    ASSERT_TRUE(a) << op;
-    EXPECT_EQ(a->stage, 3);
-    EXPECT_EQ(a->op, op);
-    EXPECT_EQ(a->microbatch, 7);
-  }
-}
-
-TEST(ParsePpAction, ReadsUnshardWithoutMicrobatch) {
-  auto a = parse_pp_action("PP:1UNSHARD");
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->stage, 1);
-  EXPECT_EQ(a->op, "UNSHARD");
-  EXPECT_FALSE(a->microbatch.has_value());
-}
+INSTANTIATE_TEST_SUITE_P(ComputeOps, ParsePpActionReads,
+                         ::testing::Values(ActionCase{"PP:0F0", 0, "F", 0}, ActionCase{"PP:12B34", 12, "B", 34}));
+INSTANTIATE_TEST_SUITE_P(LeadingZerosAsIntegers, ParsePpActionReads,
+                         ::testing::Values(ActionCase{"PP:00F01", 0, "F", 1}));
+INSTANTIATE_TEST_SUITE_P(SendAndRecvOps, ParsePpActionReads,
+                         ::testing::Values(ActionCase{"PP:3SEND_F7", 3, "SEND_F", 7},
+                                           ActionCase{"PP:3RECV_F7", 3, "RECV_F", 7},
+                                           ActionCase{"PP:3SEND_B7", 3, "SEND_B", 7},
+                                           ActionCase{"PP:3RECV_B7", 3, "RECV_B", 7}));
+INSTANTIATE_TEST_SUITE_P(UnshardWithoutMicrobatch, ParsePpActionReads,
+                         ::testing::Values(ActionCase{"PP:1UNSHARD", 1, "UNSHARD", std::nullopt}));
+INSTANTIATE_TEST_SUITE_P(TheMicrobatchIsOptional, ParsePpActionReads,
+                         ::testing::Values(ActionCase{"PP:0F", 0, "F", std::nullopt},
+                                           ActionCase{"PP:2RECV_F", 2, "RECV_F", std::nullopt}));
+INSTANTIATE_TEST_SUITE_P(ZeroBubbleAndFsdpOps, ParsePpActionReads,
+                         ::testing::Values(ActionCase{"PP:1I3", 1, "I", 3}, ActionCase{"PP:1W3", 1, "W", 3},
+                                           ActionCase{"PP:1B3", 1, "B", 3}, ActionCase{"PP:1F3", 1, "F", 3},
+                                           ActionCase{"PP:4RESHARD", 4, "RESHARD", std::nullopt},
+                                           ActionCase{"PP:4REDUCE_GRAD", 4, "REDUCE_GRAD", std::nullopt},
+                                           ActionCase{"PP:4UNSHARD", 4, "UNSHARD", std::nullopt}));
 
 TEST(ParsePpAction, RequiresAFullMatch) {
   for (const char* bad : {"PP:F0", "PP:0X0", "xPP:0F0", "PP:0F0 ", " PP:0F0", "pp:0F0", "PP:0SEND0", "PP:",
                           "PP:-1F0", "PP:0F0x", "PP:0UNSHARD1", "ProfilerStep#3", ""})
     EXPECT_FALSE(parse_pp_action(bad).has_value()) << "'" << bad << "'";
-}
-
-TEST(ParsePpAction, TheMicrobatchIsOptional) {
-  // SPEC 9.5: "PP:" + stage + op + optional microbatch.
-  auto f = parse_pp_action("PP:0F");
-  ASSERT_TRUE(f.has_value());
-  EXPECT_EQ(f->op, "F");
-  EXPECT_FALSE(f->microbatch.has_value());
-  auto recv = parse_pp_action("PP:2RECV_F");
-  ASSERT_TRUE(recv.has_value());
-  EXPECT_EQ(recv->op, "RECV_F");
-  EXPECT_EQ(recv->stage, 2);
-}
-
-TEST(ParsePpActions, ZeroBubbleAndFsdpOpsAreRecognised) {
-  for (const char* op : {"I", "W", "B", "F"}) {
-    auto a = parse_pp_action(std::string("PP:1") + op + "3");
-    ASSERT_TRUE(a.has_value()) << op;
-    EXPECT_EQ(a->op, op);
-    EXPECT_EQ(*a->microbatch, 3);
-  }
-  for (const char* op : {"RESHARD", "REDUCE_GRAD", "UNSHARD"}) {
-    auto a = parse_pp_action(std::string("PP:4") + op);
-    ASSERT_TRUE(a.has_value()) << op;
-    EXPECT_EQ(a->op, op);
-  }
 }
 
 TEST(ParsePpActions, OverlapFormGivesBothSubActions) {

@@ -89,8 +89,33 @@ TEST(ReportHtml, ACorruptReportIsAnErrorNamingTheFileAndField) {
   } catch (const tracelane::Error& e) {
     EXPECT_STREQ(e.what(), "r.json: rows[0].input_bytes: expected a non-negative integer");
   }
-  EXPECT_THROW(report_html("{\"schema_version\": 1}", "r.json", "/"), tracelane::Error);
+  try {
+    report_html("{\"schema_version\": 1}", "old.json", "/");
+    FAIL() << "no error";
+  } catch (const tracelane::Error& e) {
+    EXPECT_STREQ(e.what(), "old.json: a report of schema_version 1, which tracelane " TRACELANE_VERSION
+                           " does not read (it reads schema_version 2 to 3)");
+  }
   EXPECT_THROW(report_html("[", "r.json", "/"), tracelane::Error);
+}
+
+// The previous release's report (schema 2) draws as the report this release writes from
+// the same rows: the page's data is the same, totals under the column names now.
+TEST(ReportHtml, APreviousReleasesReportDrawsTheSamePage) {
+  Row row = file_row("r/it");
+  row.set("gpu_flow_endpoints_mapped", int64_t(72)).set("gpu_annotations_coalesced", int64_t(5));
+  Report report;
+  report.root = "/data/tree";
+  report.rows = {row};
+  std::string json = report_json(report), old = json;
+  for (const RenamedColumn& renamed : kRenamedColumns)
+    for (size_t at; (at = old.find("\"" + std::string(renamed.name) + "\"")) != std::string::npos;)
+      old.replace(at + 1, std::string(renamed.name).size(), renamed.schema2);
+  old.replace(old.find("\"schema_version\": 3"), 19, "\"schema_version\": 2");
+  ASSERT_EQ(old.find("gpu_flow_endpoints"), std::string::npos);
+  std::string page = report_html(json, "r.json", "/data/tree");
+  EXPECT_EQ(report_html(old, "r.json", "/data/tree"), page);
+  EXPECT_NE(data_of(page).find("\"gpu_annotations_coalesced\":5"), std::string::npos) << data_of(page);
 }
 
 TEST(ReportHtml, AFigureNotInTheContractsFormIsNamedAndLeftOut) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "cli/report.hpp"
@@ -36,7 +38,9 @@ Report partial(int index, int count, std::vector<Row> rows) {
 std::string valid_json() {
   Row merge(RowKind::merge);
   merge.set("dir", std::string("r/it")).set("ranks", int64_t(2)).set("status", std::string("ok"));
-  return report_json(partial(0, 2, {named_file_row("r/it", "rank0_trace.json"), merge}));
+  Row file = named_file_row("r/it", "rank0_trace.json");
+  file.set("gpu_flow_endpoints_mapped", int64_t(72)).set("gpu_annotations_mapped", int64_t(3));
+  return report_json(partial(0, 2, {file, merge}));
 }
 
 // Replaces the first `from` among the rows, else the first anywhere (totals repeat some
@@ -57,6 +61,17 @@ std::string reading_error(const std::string& json) {
     return e.what();
   }
   return "";
+}
+
+// A partial report the previous release (schema 2) wrote: `tracelane sweep --shard K/2` of
+// two iterations of one rank each (tests/data/report_schema2/).
+std::string schema2_report(int shard) {
+  std::ifstream in(std::string(TRACELANE_SOURCE_DIR) + "/tests/data/report_schema2/tracelane_report.shard-" +
+                   std::to_string(shard) + "-of-2.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"schema_version\": 2"), std::string::npos);
+  return text.str();
 }
 
 bool valid_utf8(const std::string& text) { return simdjson::validate_utf8(text.data(), text.size()); }
@@ -150,7 +165,12 @@ TEST(ReportReader, RefusesACorruptPartialReportNamingTheField) {
       {R"("root": "/data/outputs")", R"("root": null)", "root: expected a string"},
       {R"("rows": [)", R"("rows": 5, "x": [)", "x: unknown key"},
       {R"("tool": )", R"("tol": )", "tol: unknown key"},
-      {R"("schema_version": 2)", R"("schema_version": 1)", "not a tracelane report with schema_version 2"},
+      {R"("schema_version": 3)", R"("schema_version": 1)", "a report of schema_version 1, which tracelane"},
+      {R"("schema_version": 3)", R"("schema_version": 4)", "a report of schema_version 4, which tracelane"},
+      {R"("schema_version": 3)", R"("schema_version": "3")", "not a tracelane report (no integer schema_version)"},
+      // Schema 3 names a column only as the summary does; schema 2 only as it did.
+      {R"("gpu_annotations_mapped": 3)", R"("annotations_mapped": 3)", "rows[0].annotations_mapped: unknown key"},
+      {R"("schema_version": 3)", R"("schema_version": 2)", "rows[0].gpu_flow_endpoints_mapped: unknown key"},
   };
   for (const Case& c : cases) {
     std::string error = reading_error(replaced(json, c.from, c.to));
@@ -219,6 +239,43 @@ TEST(ReportCombine, ASecondReportOfOneShardOrOfAnotherCountIsLeftOutAndReported)
   size_t file_rows = 0;
   for (const Row& row : combined.report.rows) file_rows += row.kind == RowKind::file;
   EXPECT_EQ(file_rows, 2u);  // r/a once, r/b; not r/c
+}
+
+// A job array whose shards were written by two releases: the previous release's schema 2
+// report reads as the report this release would have written, its renamed columns under
+// their names now, and combines with a schema 3 shard.
+TEST(ReportSchema2, APreviousReleasesPartialReportReadsUnderTheColumnNamesNow) {
+  Report old_shard = parse_report_json(schema2_report(0), "shard-0.json");
+  ASSERT_EQ(old_shard.rows.size(), 1u);
+  const Row& row = old_shard.rows[0];
+  EXPECT_EQ(std::get<int64_t>(row.get("gpu_flow_endpoints_mapped")), 72);
+  EXPECT_EQ(std::get<int64_t>(row.get("gpu_flow_endpoints_unmapped")), 0);
+  EXPECT_EQ(std::get<int64_t>(row.get("gpu_annotations_mapped")), 3);
+  EXPECT_EQ(std::get<int64_t>(row.get("gpu_annotations_coalesced")), 0);
+  std::string rewritten = report_json(old_shard);
+  EXPECT_NE(rewritten.find("\"schema_version\": 3"), std::string::npos);
+  EXPECT_NE(rewritten.find("\"gpu_flow_endpoints_mapped\": 72"), std::string::npos);
+  EXPECT_EQ(rewritten.find("\"flows_mapped\""), std::string::npos);
+  EXPECT_EQ(reading_error(rewritten), "");
+
+  // Shard 1 as this release writes it, beside shard 0 as the previous one did.
+  Report new_shard = parse_report_json(report_json(parse_report_json(schema2_report(1), "x")), "shard-1.json");
+  Combined mixed = combine_reports({old_shard, new_shard});
+  EXPECT_TRUE(mixed.problems.empty()) << mixed.problems[0];
+  Combined same = combine_reports({parse_report_json(rewritten, "a"), new_shard});
+  EXPECT_EQ(report_json(mixed.report), report_json(same.report));
+  EXPECT_EQ(report_csv(mixed.report), report_csv(same.report));
+  EXPECT_NE(report_csv(mixed.report).find(",gpu_flow_endpoints_mapped,"), std::string::npos);
+}
+
+// A schema 2 report is checked as strictly as a schema 3 one, under the names it wrote:
+// its totals too.
+TEST(ReportSchema2, ACorruptPreviousReleasesReportNamesTheFieldAsTheFileDoes) {
+  std::string json = schema2_report(0);
+  std::string totals = "\"flows_mapped\": 72,", edited = "\"flows_mapped\": 73,";
+  ASSERT_NE(json.find(totals), std::string::npos);
+  EXPECT_NE(reading_error(json.replace(json.find(totals), totals.size(), edited)).find("totals.flows_mapped: 73 does not match"),
+            std::string::npos);
 }
 
 TEST(ReportList, SummarisesAfterTheFirstFew) {

@@ -305,6 +305,31 @@ TEST(ReportRecord, FillsASkippedRowWithTheNumbersOfTheRunThatWroteTheOutput) {
   EXPECT_FALSE(fill_from_record(other, "not json", 777));
 }
 
+// An output the previous release wrote is still up to date (the recipe names the output
+// format, not the release): its record, with the column names of report schema 2, gives a
+// skipped row its numbers under the names now.
+TEST(ReportRecord, ARecordThePreviousReleaseStoredFillsTheRenamedColumns) {
+  // getfattr -n user.tracelane.report_row of a sweep's output, tracelane 0.1.0 before schema 3.
+  const std::string record =
+      R"({"kind": "file", "dir": "run/profile_trace/it0", "file": "rank0_trace.json", "run": "run", )"
+      R"("iteration": "it0", "rank": 0, "pp_rank": 0, "input_bytes": 32681, "output_bytes": 42562, "events": 251, )"
+      R"("measured_slices": 75, "original_streams": 25, "compacted_lanes": 6, "compaction_ratio": 4.1667, )"
+      R"("flows_mapped": 72, "flows_unmapped": 1, "annotations_mapped": 3, "annotations_coalesced": 2, )"
+      R"("cuda_graph_launches": 3, "output": "rank0_trace_compacted.json", "status": "ok"})";
+  Row skipped(RowKind::file);
+  skipped.set("dir", "run/profile_trace/it0").set("rank", int64_t(0)).set("status", "skipped");
+  ASSERT_TRUE(fill_from_record(skipped, record, 42562));
+  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_flow_endpoints_mapped")), 72);
+  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_flow_endpoints_unmapped")), 1);
+  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_annotations_mapped")), 3);
+  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_annotations_coalesced")), 2);
+  EXPECT_EQ(std::get<int64_t>(skipped.get("events")), 251);
+  // And the record this release stores names them as the summary does.
+  std::string now = row_record(skipped);
+  EXPECT_NE(now.find("\"gpu_flow_endpoints_mapped\": 72"), std::string::npos) << now;
+  EXPECT_EQ(now.find("\"flows_mapped\""), std::string::npos) << now;
+}
+
 // A merge row's figures as a sweep computes them: 8 ranks x 9 groups x 100 bins.
 static Row merge_row_with_figures() {
   Row row(RowKind::merge);

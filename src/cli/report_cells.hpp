@@ -1,0 +1,46 @@
+// What the report's own files share (report_columns.cpp, report_write.cpp,
+// report_read.cpp, report_combine.cpp, report.cpp): how a cell is written, and the
+// totals computed from the rows. Not for other commands: report.hpp is the report's face.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report.hpp"
+#include "tracelane/json_value.hpp"
+
+namespace tracelane::cli {
+
+// The largest real a report holds (seconds, ratios): 1e15 s is 31 million years. Beyond
+// it, "%.3f" would write hundreds of digits, a number JSON readers (simdjson) refuse.
+inline constexpr double kMaxReal = 1e15;
+
+// A real with `decimals` digits after the point ("" when not finite; the exponent form at
+// kMaxReal and beyond).
+std::string format_real(double value, int decimals);
+// A cell as the JSON report writes it: text in printable()'s escaped form, reals with the
+// column's decimals, absent as null.
+JsonValue cell_json(const Cell& cell, const Column& column);
+// "K/N".
+std::string shard_label(const std::pair<int, int>& shard);
+// A row's status, "" when it has none.
+const char* status_of(const Row& row);
+
+struct Totals {
+  std::map<std::string, int64_t> counts;  // "<kind>s", "<kind>s_<status>"
+  std::vector<Cell> sums = std::vector<Cell>(report_columns().size());
+  // Columns whose sum does not fit (beyond int64, or an infinite real): their sum is
+  // absent. Rows of a real tree never get near; rows read from reports are checked for it.
+  std::set<std::string> overflowed;
+};
+
+// File columns are summed over file rows, merge-only columns over merge rows, so that
+// input_bytes counts every rank file once.
+Totals compute_totals(const std::vector<Row>& rows);
+// The totals object of report_json().
+JsonValue totals_json(const std::vector<Row>& rows);
+
+}  // namespace tracelane::cli

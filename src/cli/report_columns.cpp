@@ -1,0 +1,282 @@
+// The report's columns and rows: the column table (one name per quantity: a column that
+// `compact`'s or `merge`'s summary also gives has the summary's key), the cells' text forms
+// (JSON, CSV), the sort order that makes a combined report equal a single-node one, and
+// the totals, always recomputed from the rows.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <tuple>
+
+#include "printable.hpp"
+#include "report_cells.hpp"
+
+namespace tracelane::cli {
+
+namespace {
+
+constexpr unsigned F = 1u << unsigned(RowKind::file);
+constexpr unsigned M = 1u << unsigned(RowKind::merge);
+constexpr unsigned P = 1u << unsigned(RowKind::problem);
+constexpr auto T = ColumnType::text;
+constexpr auto I = ColumnType::integer;
+constexpr auto R = ColumnType::real;
+
+const std::vector<Column> kColumns = {
+    // name, type, kinds, summed, timing, decimals
+    {"kind", T, F | M | P, false, false},
+    {"dir", T, F | M | P, false, false},
+    {"file", T, F, false, false},
+    {"run", T, F | M, false, false},
+    {"iteration", T, F | M, false, false},
+    {"rank", I, F, false, false},
+    {"pp_rank", I, F, false, false},
+    {"ranks", I, M, false, false},
+    {"pp_order", T, M, false, false},
+    {"pp_order_source", T, M, false, false},
+    {"time_alignment", T, M, false, false},
+    {"input_bytes", I, F | M, true, false},
+    {"output_bytes", I, F | M, true, false},
+    {"events", I, F, true, false},
+    {"measured_slices", I, F, true, false},
+    {"original_streams", I, F, true, false},
+    {"compacted_lanes", I, F, true, false},
+    {"compaction_ratio", R, F, false, false, 4},
+    {"gpu_flow_endpoints_mapped", I, F, true, false},
+    {"gpu_flow_endpoints_unmapped", I, F, true, false},
+    {"gpu_annotations_mapped", I, F, true, false},
+    {"gpu_annotations_coalesced", I, F, true, false},
+    {"cuda_graph_launches", I, F, true, false},
+    {"pp_send_recv_pairs", I, M, true, false},
+    {"pp_send_recv_unmatched", I, M, true, false},
+    {"pp_compute_dependency_pairs", I, M, true, false},
+    {"pp_compute_dependency_unmatched", I, M, true, false},
+    {"pp_unshard_compute_pairs", I, M, true, false},
+    {"pp_unshard_compute_unmatched", I, M, true, false},
+    {"output", T, F | M, false, false},
+    {"seconds", R, F | M, true, true, 3},
+    {"status", T, F | M | P, false, false},
+    {"error", T, F | M | P, false, false},
+};
+
+}  // namespace
+
+std::string format_real(double value, int decimals) {
+  if (!std::isfinite(value)) return "";
+  char buffer[400];
+  // A sum of many reals may pass kMaxReal: the exponent form, which every reader takes.
+  if (std::fabs(value) >= kMaxReal)
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+JsonValue cell_json(const Cell& cell, const Column& column) {
+  if (std::holds_alternative<int64_t>(cell)) return JsonValue::integer(std::get<int64_t>(cell));
+  if (std::holds_alternative<double>(cell)) {
+    std::string text = format_real(std::get<double>(cell), column.decimals);
+    return text.empty() ? JsonValue::null() : JsonValue::raw_number(text);
+  }
+  if (std::holds_alternative<std::string>(cell))
+    return JsonValue::string(printable(std::get<std::string>(cell), Backslash::escape));
+  return JsonValue::null();
+}
+
+std::string shard_label(const std::pair<int, int>& shard) {
+  return std::to_string(shard.first) + "/" + std::to_string(shard.second);
+}
+
+const char* status_of(const Row& row) {
+  const Cell& cell = row.get("status");
+  return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell).c_str() : "";
+}
+
+// File columns are summed over file rows, merge-only columns over merge rows, so that
+// input_bytes counts every rank file once.
+Totals compute_totals(const std::vector<Row>& rows) {
+  Totals totals;
+  for (RowKind kind : {RowKind::file, RowKind::merge, RowKind::problem}) {
+    std::string plural = std::string(kind_name(kind)) + "s";
+    totals.counts[plural] = 0;
+    for (const char* status : {"ok", "skipped", "failed"})
+      if (kind != RowKind::problem || std::string_view(status) != "ok") totals.counts[plural + "_" + status] = 0;
+    if (kind == RowKind::problem) totals.counts[plural + "_warning"] = 0;
+  }
+  for (const Row& row : rows) {
+    std::string plural = std::string(kind_name(row.kind)) + "s";
+    totals.counts[plural]++;
+    totals.counts[plural + "_" + status_of(row)]++;
+    for (size_t c = 0; c < kColumns.size(); ++c) {
+      const Column& column = kColumns[c];
+      if (!column.summed) continue;
+      RowKind summed_kind = (column.kinds & F) ? RowKind::file : RowKind::merge;
+      if (row.kind != summed_kind) continue;
+      const Cell& cell = row.cells[c];
+      Cell& sum = totals.sums[c];
+      if (std::holds_alternative<int64_t>(cell)) {
+        int64_t before = std::holds_alternative<int64_t>(sum) ? std::get<int64_t>(sum) : 0, after;
+        if (__builtin_add_overflow(before, std::get<int64_t>(cell), &after)) {
+          totals.overflowed.insert(column.name);
+          after = before;
+        }
+        sum = after;
+      } else if (std::holds_alternative<double>(cell)) {
+        sum = (std::holds_alternative<double>(sum) ? std::get<double>(sum) : 0.0) + std::get<double>(cell);
+      }
+    }
+  }
+  for (size_t c = 0; c < kColumns.size(); ++c) {
+    bool infinite = std::holds_alternative<double>(totals.sums[c]) && !std::isfinite(std::get<double>(totals.sums[c]));
+    if (infinite) totals.overflowed.insert(kColumns[c].name);
+  }
+  for (const std::string& name : totals.overflowed) totals.sums[column_index(name)] = std::monostate();
+  return totals;
+}
+
+// The totals object of report_json().
+JsonValue totals_json(const std::vector<Row>& rows) {
+  Totals totals = compute_totals(rows);
+  JsonValue out = JsonValue::object();
+  for (const auto& [key, value] : totals.counts) out.set(key, JsonValue::integer(value));
+  for (size_t c = 0; c < kColumns.size(); ++c)
+    if (kColumns[c].summed) out.set(kColumns[c].name, cell_json(totals.sums[c], kColumns[c]));
+  JsonValue unmatched = JsonValue::array();
+  for (const auto& [dir, count] : unmatched_iterations(rows))
+    unmatched.push(JsonValue::string(printable(dir, Backslash::escape)));
+  out.set("iterations_with_unmatched_send_recv", unmatched);
+  return out;
+}
+
+const char* kind_name(RowKind kind) {
+  switch (kind) {
+    case RowKind::file: return "file";
+    case RowKind::merge: return "merge";
+    case RowKind::problem: return "problem";
+  }
+  return "?";
+}
+
+const std::vector<Column>& report_columns() { return kColumns; }
+
+std::string_view column_name_in_schema(std::string_view name, int version) {
+  if (version < 3)
+    for (const RenamedColumn& renamed : kRenamedColumns)
+      if (name == renamed.name) return renamed.schema2;
+  return name;
+}
+
+size_t column_index(std::string_view name) {
+  for (size_t i = 0; i < kColumns.size(); ++i)
+    if (name == kColumns[i].name) return i;
+  throw std::out_of_range("no report column " + std::string(name));
+}
+
+Row& Row::set(std::string_view column, Cell value) {
+  cells[column_index(column)] = std::move(value);
+  return *this;
+}
+
+const Cell& Row::get(std::string_view column) const { return cells[column_index(column)]; }
+
+void sort_rows(std::vector<Row>& rows) {
+  auto text = [](const Row& row, const char* column) {
+    const Cell& cell = row.get(column);
+    return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
+  };
+  auto number = [](const Row& row, const char* column) {
+    const Cell& cell = row.get(column);
+    return std::holds_alternative<int64_t>(cell) ? std::get<int64_t>(cell) : int64_t(0);
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    auto key = [&](const Row& row) {
+      return std::make_tuple(text(row, "dir"), int(row.kind), number(row, "rank"), text(row, "file"),
+                             text(row, "error"));
+    };
+    return key(a) < key(b);
+  });
+}
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string cell_text(const Cell& cell, const Column& column) {
+  if (std::holds_alternative<int64_t>(cell)) return std::to_string(std::get<int64_t>(cell));
+  if (std::holds_alternative<double>(cell)) return format_real(std::get<double>(cell), column.decimals);
+  if (!std::holds_alternative<std::string>(cell)) return "";
+  // CSV injection (OWASP): a spreadsheet runs a cell that starts with = + - @ (or tab, CR)
+  // as a formula, so a directory named "=HYPERLINK(...)" would be live in the report.
+  // Such text cells get a leading ', and so do cells that already start with ', which
+  // keeps the rule reversible: strip one leading ' from a text cell. Numbers are never
+  // prefixed (a count is written as digits only). printable() has already escaped tab and
+  // CR; they are in the list for whatever reaches here.
+  std::string text = printable(std::get<std::string>(cell), Backslash::escape);
+  if (!text.empty() && std::string_view("=+-@\t\r'").find(text[0]) != std::string_view::npos) text.insert(0, 1, '\'');
+  return text;
+}
+
+std::optional<std::string> name_from_report(std::string_view text) {
+  std::string bytes;
+  bytes.reserve(text.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;  // printable() writes lower case only
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\') {
+      bytes += text[i];
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '\\') {
+      bytes += '\\';
+      i += 1;
+    } else if (i + 3 < text.size() && text[i + 1] == 'x' && hex(text[i + 2]) >= 0 && hex(text[i + 3]) >= 0) {
+      bytes += char(hex(text[i + 2]) << 4 | hex(text[i + 3]));
+      i += 3;
+    } else {
+      return std::nullopt;
+    }
+  }
+  // Only the form printable() writes: "\x41" or a raw control character would decode to
+  // bytes whose escaped form is another text, and a report must read back as it was written.
+  if (printable(bytes, Backslash::escape) != text) return std::nullopt;
+  return bytes;
+}
+
+std::string summarise_list(const std::vector<std::string>& first, int64_t total) {
+  std::string out;
+  for (size_t i = 0; i < first.size() && i < kListLimit; ++i) out += (i ? " " : "") + first[i];
+  int64_t shown = int64_t(std::min(first.size(), kListLimit));
+  if (total > shown) out += " ... and " + std::to_string(total - shown) + " more";
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> unmatched_iterations(const std::vector<Row>& rows) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const Row& row : rows) {
+    if (row.kind != RowKind::merge) continue;
+    const Cell& cell = row.get("pp_send_recv_unmatched");
+    if (std::holds_alternative<int64_t>(cell) && std::get<int64_t>(cell) > 0) {
+      const Cell& dir = row.get("dir");
+      out.push_back({std::holds_alternative<std::string>(dir) ? std::get<std::string>(dir) : "", std::get<int64_t>(cell)});
+    }
+  }
+  return out;
+}
+
+bool has_failures(const std::vector<Row>& rows) {
+  for (const Row& row : rows)
+    if (std::string_view(status_of(row)) == "failed") return true;
+  return false;
+}
+
+}  // namespace tracelane::cli

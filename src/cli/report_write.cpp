@@ -1,0 +1,136 @@
+// Writing a report: the JSON and CSV files (atomically, with the page drawn from the JSON),
+// and the records kept with each output (row_record, figures_record) that a later sweep
+// reads back for a row it skips.
+#include "files.hpp"
+#include "printable.hpp"
+#include "report_cells.hpp"
+#include "report_html.hpp"
+#include "tracelane/gzip.hpp"
+
+namespace tracelane::cli {
+
+namespace {
+
+// The columns, in their order (report_columns()).
+const std::vector<Column>& kColumns = report_columns();
+
+// A group id as a report writes it (printable()'s escaped form, like every text cell).
+std::string report_text(const std::string& text) { return printable(text, Backslash::escape); }
+
+}  // namespace
+
+std::string report_json(const Report& report) {
+  JsonValue doc = JsonValue::object();
+  doc.set("schema_version", JsonValue::integer(kReportSchemaVersion));
+  doc.set("tool", JsonValue::string("tracelane " TRACELANE_VERSION));
+  doc.set("root", JsonValue::string(printable(report.root, Backslash::escape)));
+  if (report.shard) {
+    JsonValue shard = JsonValue::object();
+    shard.set("index", JsonValue::integer(report.shard->first));
+    shard.set("count", JsonValue::integer(report.shard->second));
+    doc.set("shard", shard);
+  } else {
+    doc.set("shard", JsonValue::null());
+  }
+  doc.set("timing_columns", [&] {
+    JsonValue names = JsonValue::array();
+    for (const Column& column : kColumns)
+      if (column.timing) names.push(JsonValue::string(column.name));
+    return names;
+  }());
+  JsonValue runs = JsonValue::array();
+  for (const RunInfo& run : report.runs) {
+    JsonValue item = JsonValue::object();
+    item.set("shard", run.shard ? JsonValue::string(shard_label(*run.shard)) : JsonValue::null());
+    item.set("wall_seconds", JsonValue::raw_number(format_real(run.wall_seconds, 3)));
+    item.set("jobs", JsonValue::integer(run.jobs));
+    item.set("memory_budget_bytes", JsonValue::integer(int64_t(run.memory_budget_bytes)));
+    runs.push(item);
+  }
+  doc.set("runs", runs);
+
+  doc.set("totals", totals_json(report.rows));
+
+  JsonValue rows = JsonValue::array();
+  for (const Row& row : report.rows) {
+    JsonValue item = JsonValue::object();
+    unsigned bit = 1u << unsigned(row.kind);
+    for (size_t c = 0; c < kColumns.size(); ++c) {
+      if (!(kColumns[c].kinds & bit)) continue;
+      if (c == 0)
+        item.set("kind", JsonValue::string(kind_name(row.kind)));
+      else
+        item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
+    }
+    if (row.figures && row.kind != RowKind::problem) add_figures_json(item, *row.figures, report_text);
+    rows.push(item);
+  }
+  doc.set("rows", rows);
+  return doc.dump(2) + "\n";
+}
+
+std::string row_record(const Row& row) {
+  JsonValue item = JsonValue::object();
+  item.set("kind", JsonValue::string(kind_name(row.kind)));
+  for (size_t c = 1; c < kColumns.size(); ++c)
+    if (!kColumns[c].timing && !std::holds_alternative<std::monostate>(row.cells[c]))
+      item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
+  return item.dump(-1);
+}
+
+std::string report_csv(const Report& report) {
+  // CRLF line ends (RFC 4180); pandas and spreadsheets read them as plain line ends.
+  std::string out;
+  for (size_t c = 0; c < kColumns.size(); ++c) {
+    if (c) out += ',';
+    out += kColumns[c].name;
+  }
+  // The figures' scalar columns last (the timeline is in the JSON report only).
+  out += ",gpu_window_us,gpu_busy\r\n";
+  auto write_cells = [&](const std::vector<Cell>& cells, const char* kind, const std::optional<GpuFigures>& figures) {
+    for (size_t c = 0; c < kColumns.size(); ++c) {
+      if (c) out += ',';
+      std::string text = c == 0 ? std::string(kind) : cell_text(cells[c], kColumns[c]);
+      out += csv_field(text);
+    }
+    out += ',';
+    if (figures) out += real_text(figures->window_us);
+    out += ',';
+    // Through cell_text as any text cell: escaped, and never a live spreadsheet formula.
+    if (figures && !figures->merged) out += csv_field(cell_text(Cell(busy_csv(*figures)), kColumns[0]));
+    out += "\r\n";
+  };
+  for (const Row& row : report.rows)
+    write_cells(row.cells, kind_name(row.kind), row.kind == RowKind::problem ? std::nullopt : row.figures);
+  Totals totals = compute_totals(report.rows);
+  std::vector<Cell> total_cells = totals.sums;
+  total_cells[column_index("status")] = std::string(has_failures(report.rows) ? "failed" : "ok");
+  write_cells(total_cells, "total", std::nullopt);
+  return out;
+}
+
+std::string figures_record(const Row& row) {
+  if (!row.figures || row.kind == RowKind::problem) return {};
+  JsonValue item = JsonValue::object();
+  add_figures_json(item, *row.figures, report_text);
+  std::string record = gzip_compress(item.dump(-1), 12);
+  return record.size() <= kFiguresRecordMax ? record : std::string();
+}
+
+std::string report_base_name(const std::optional<std::pair<int, int>>& shard) {
+  if (!shard) return "tracelane_report";
+  return "tracelane_report.shard-" + std::to_string(shard->first) + "-of-" + std::to_string(shard->second);
+}
+
+fs::path write_report(const Report& report, const fs::path& dir) {
+  std::string base = report_base_name(report.shard);
+  fs::path json_path = dir / (base + ".json");
+  std::string json = report_json(report);
+  write_atomically(dir / (base + ".csv"), report_csv(report), true);
+  write_atomically(json_path, json, true);
+  // The page is drawn from the JSON just written, the way `report --html` draws it.
+  write_atomically(html_path_for(json_path), report_html(json, json_path.string(), dir), true);
+  return json_path;
+}
+
+}  // namespace tracelane::cli
