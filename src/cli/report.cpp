@@ -80,6 +80,8 @@ const std::vector<Column> kColumns = {
     {"seconds", R, F | M, true, true, 3},
     {"status", T, F | M | P, false, false},
     {"error", T, F | M | P, false, false},
+    // sweep --remove-originals: "removed" or "kept: <reason>"; empty without the flag.
+    {"original", T, F, false, false},
 };
 
 // The largest real a report holds (seconds, ratios): 1e15 s is 31 million years. Beyond
@@ -430,7 +432,8 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
   for (size_t c = 1; c < kColumns.size(); ++c) {
     const Column& column = kColumns[c];
     std::string_view name = column.name;
-    if (column.timing || name == "status" || name == "error") continue;
+    // "original" is what this run did with the rank file, never the output's.
+    if (column.timing || name == "status" || name == "error" || name == "original") continue;
     if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
     simdjson::dom::element value;
     if (item[column.name].get(value) || value.is_null()) continue;
@@ -660,12 +663,20 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
       if (it != members.end()) reader.fail(path, std::string("not a column of ") + kind_name(row.kind) + " rows");
       continue;
     }
+    // "original" came after the reports of schema 2 first written: absent reads as empty.
+    if (it == members.end() && std::string_view(column.name) == "original") continue;
     if (it == members.end()) reader.fail(path, "missing");
     if (it->second.is_null()) continue;
     auto cell = cell_from_json(it->second, column);
     if (std::holds_alternative<std::string>(cell))
       reader.fail(path, std::get<std::string>(cell) + ", got " + excerpt(it->second));
     row.cells[c] = std::move(std::get<Cell>(cell));
+  }
+  // sweep --remove-originals writes "removed" or "kept: <reason>".
+  if (const Cell& original = row.get("original"); std::holds_alternative<std::string>(original)) {
+    std::string_view text = std::get<std::string>(original);
+    if (text != "removed" && text.substr(0, 6) != "kept: ")
+      reader.fail(where + ".original", "expected \"removed\" or \"kept: <reason>\", got " + excerpt(members.at("original")));
   }
   // What identifies a row and decides the outcome is never unknown.
   for (const char* name : {"dir", "status"})
@@ -844,8 +855,14 @@ std::vector<std::pair<std::string, int64_t>> unmatched_iterations(const std::vec
 }
 
 bool has_failures(const std::vector<Row>& rows) {
-  for (const Row& row : rows)
+  for (const Row& row : rows) {
     if (std::string_view(status_of(row)) == "failed") return true;
+    // A compacted copy that does not give its original back (sweep --remove-originals).
+    const Cell& original = row.get("original");
+    if (std::holds_alternative<std::string>(original) &&
+        std::get<std::string>(original).rfind(kOriginalUnfaithful, 0) == 0)
+      return true;
+  }
   return false;
 }
 

@@ -51,6 +51,7 @@
 
 #include "files.hpp"
 #include "printable.hpp"
+#include "remove_originals.hpp"  // --remove-originals
 #include "tree_lock.hpp"
 #include "report.hpp"
 #include "tracelane/compact.hpp"
@@ -461,6 +462,7 @@ struct SweepOptions {
   std::optional<Rules> rules;  // --rules FILE, loaded before any trace is read
   std::string rules_text;      // its text, for the outputs' recipe
   std::optional<Shard> shard;
+  bool remove_originals = false;  // --remove-originals (remove_originals.hpp)
 };
 
 // An output is up to date when it is a regular file (not a link someone planted) whose
@@ -777,6 +779,16 @@ class Sweep {
           std::cout << "skip    " << printable(iteration->dir->rel) << "/" << kMergedName << " (up to date)\n";
       }
     }
+    // --remove-originals: what would be verified and removed once the work is done.
+    if (options_.remove_originals) {
+      std::vector<std::string> rel_names;
+      for (const auto& iteration : iterations_)
+        for (size_t index : iteration->ranks) {
+          const std::string& rel = iteration->dir->rel;
+          rel_names.push_back((rel == "." ? "" : rel + "/") + ranks_[index]->file->path.filename().string());
+        }
+      std::cout << removal_plan(original_files(), rel_names);
+    }
     size_t work = 0;
     uint64_t bytes = 0;
     for (const auto& task : ranks_)
@@ -784,6 +796,9 @@ class Sweep {
     std::cout << work << " of " << ranks_.size() << " rank files to read (" << bytes << " bytes of JSON), "
               << iterations_.size() << " iteration directories\n";
   }
+
+  // --remove-originals: "removed N originals, M bytes; kept K".
+  std::string removal_summary() const { return cli::removal_summary(removal_verdicts_); }
 
   // Runs the graph; returns the rows, sorted.
   std::vector<Row> run() {
@@ -802,6 +817,8 @@ class Sweep {
     arena.execute([&] { run_graph(admission); });
     progress.stop();
     progress_ = nullptr;
+    // --remove-originals: only once every output is written (remove_originals.hpp).
+    if (options_.remove_originals) remove_verified_originals();
 
     std::vector<Row> rows;
     for (const auto& task : ranks_) rows.push_back(task->row);
@@ -812,6 +829,48 @@ class Sweep {
   }
 
  private:
+  // --remove-originals (remove_originals.hpp): every rank file of this run as the sweep
+  // leaves it, in plan order; those of an iteration that is not wholly done are refused.
+  std::vector<OriginalFile> original_files() const {
+    auto status = [](const Row& row) {
+      const Cell& cell = row.get("status");
+      return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
+    };
+    std::vector<OriginalFile> files;
+    for (const auto& iteration : iterations_) {
+      std::vector<std::pair<std::string, std::string>> statuses;
+      for (size_t r : iteration->ranks) statuses.push_back({ranks_[r]->file->path.filename().string(), status(ranks_[r]->row)});
+      std::optional<std::string> merge_status;
+      if (iteration->has_merge_row) merge_status = status(iteration->merge_row);
+      std::optional<std::string> refusal;
+      if (!options_.dry_run) refusal = iteration_not_done(statuses, merge_status);
+      for (size_t r : iteration->ranks) {
+        const RankTask& task = *ranks_[r];
+        OriginalFile file;
+        file.dir = iteration->dir->dir;
+        file.name = task.file->path.filename().string();
+        file.output_name = task.output.filename().string();
+        // The file read; a rank not read (or not yet: --dry-run) is the one discovery
+        // found, which its output's inputs record named (up_to_date).
+        file.identity = task.process && !options_.dry_run ? task.read_identity : task.file->identity;
+        file.through_link = task.file->through_link;
+        file.estimate = std::max(task.estimate, task.file->bytes_uncompressed);
+        file.iteration = iteration->index;
+        file.refusal = refusal;
+        files.push_back(std::move(file));
+      }
+    }
+    return files;
+  }
+
+  void remove_verified_originals() {
+    removal_verdicts_ = remove_originals(original_files(), options_.memory_budget, options_.jobs,
+                                         [](const std::string& line) { print_error(line); });
+    size_t i = 0;
+    for (const auto& iteration : iterations_)
+      for (size_t r : iteration->ranks) ranks_[r]->row.set("original", original_cell(removal_verdicts_[i++]));
+  }
+
   // The budget's messages: start (first kick), a rank job done, an iteration's merge done,
   // a rank job that found its file larger than admitted (requeue with its new estimate).
   struct AdmitMessage {
@@ -1076,6 +1135,7 @@ class Sweep {
   std::vector<std::unique_ptr<RankTask>> ranks_;
   std::vector<std::unique_ptr<IterationTask>> iterations_;
   Progress* progress_ = nullptr;
+  std::vector<OriginalVerdict> removal_verdicts_;  // --remove-originals, in plan order
   const uint64_t memory_limit_ = memory_limit();
   // What decides the outputs besides their inputs: kept in each output's inputs record.
   const std::string recipe_ = output_recipe(options_.rules_text, options_.restore_data, true);
@@ -1101,6 +1161,8 @@ int run_sweep(int argc, char** argv) {
       "rules", po::value(&rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "no-restore-data", po::bool_switch(&no_restore_data),
       "leave out what `tracelane restore` needs to write the originals back")(
+      "remove-originals", po::bool_switch(&options.remove_originals),
+      "after the work, remove each rank file whose compacted copy, read back, restores it byte for byte")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
       "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
@@ -1130,6 +1192,9 @@ int run_sweep(int argc, char** argv) {
     return kExitUsage;
   };
   if (root.empty()) return usage_error("missing ROOT");
+  // --remove-originals: a copy without restore data cannot give its original back.
+  if (options.remove_originals && no_restore_data)
+    return usage_error("--remove-originals needs the restore data that --no-restore-data leaves out");
   if (!rules_file.empty()) {
     try {
       options.rules_text = read_file(rules_file);
@@ -1243,6 +1308,8 @@ int run_sweep(int argc, char** argv) {
     if (counts.empty()) std::cout << "no rank<N>_trace.json[.gz] files found";
     std::cout << " in " << int(info.wall_seconds * 10) / 10.0 << " s\n";
     if (!written.empty()) std::cout << "report: " << printable(written.string()) << "\n";
+    // --remove-originals
+    if (options.remove_originals) std::cout << "tracelane sweep: " << sweep.removal_summary() << "\n";
   }
   for (const auto& [dir, count] : unmatched_iterations(report.rows))
     std::cerr << "warning: " << printable(dir) << ": " << count
