@@ -107,7 +107,8 @@ std::string text_of(std::string bytes, const std::string& what, uint64_t max_byt
 }
 
 struct Check {
-  enum Kind { verified, kept, unfaithful, larger } kind = verified;
+  // Nothing is verified until verify() says so.
+  enum Kind { verified, kept, unfaithful, larger } kind = kept;
   std::string reason;
   uint64_t estimate = 0;  // larger: a better estimate
 };
@@ -186,14 +187,14 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
   } catch (const std::exception& e) {
     return kept(e.what());
   }
-  return {};
+  return {Check::verified};
 }
 
 }  // namespace
 
 std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget,
                                               int jobs, const std::function<void(const std::string&)>& error) {
-  std::vector<Check> checks(files.size());
+  std::vector<Check> checks(files.size(), kept("not verified"));
   std::vector<uint64_t> estimates(files.size());
   const uint64_t memory = memory_limit();
 
