@@ -29,7 +29,7 @@ _tracelane() {
                       --no-restore-data" ;;
     merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview --no-restore-data" ;;
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
-                    --report-dir --shard --level --no-restore-data" ;;
+                    --report-dir --shard --level --no-restore-data --remove-originals" ;;
     restore) options="--help -h --output -o --overwrite --level --rank" ;;
     report) options="--help -h --combine --report-dir --html --output -o --overwrite --quiet -q" ;;
     check) options="--help -h --list" ;;

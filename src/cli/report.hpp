@@ -169,7 +169,11 @@ fs::path write_report(const Report& report, const fs::path& dir);
 
 // Iterations whose merge left PP send/recv arrows unmatched: (dir, count).
 std::vector<std::pair<std::string, int64_t>> unmatched_iterations(const std::vector<Row>& rows);
+// A row "failed", or a rank row whose "original" cell starts with kOriginalUnfaithful.
 bool has_failures(const std::vector<Row>& rows);
+// sweep --remove-originals: the cell of a rank file kept because its compacted copy's
+// restore failed or differs (a copy that is not faithful is a failure of the sweep).
+inline constexpr std::string_view kOriginalUnfaithful = "kept: restore differs";
 
 struct Combined {
   Report report;

@@ -57,6 +57,8 @@ const std::vector<Column> kColumns = {
     {"seconds", R, F | M, true, true, 3},
     {"status", T, F | M | P, false, false},
     {"error", T, F | M | P, false, false},
+    // sweep --remove-originals: "removed" or "kept: <reason>"; empty without the flag.
+    {"original", T, F, false, false},
 };
 
 }  // namespace
@@ -274,8 +276,14 @@ std::vector<std::pair<std::string, int64_t>> unmatched_iterations(const std::vec
 }
 
 bool has_failures(const std::vector<Row>& rows) {
-  for (const Row& row : rows)
+  for (const Row& row : rows) {
     if (std::string_view(status_of(row)) == "failed") return true;
+    // A compacted copy that does not give its original back (sweep --remove-originals).
+    const Cell& original = row.get("original");
+    if (std::holds_alternative<std::string>(original) &&
+        std::get<std::string>(original).rfind(kOriginalUnfaithful, 0) == 0)
+      return true;
+  }
   return false;
 }
 

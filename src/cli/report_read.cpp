@@ -283,12 +283,20 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
       if (it != members.end()) reader.fail(path, std::string("not a column of ") + kind_name(row.kind) + " rows");
       continue;
     }
+    // "original" is written only when filled (report_json): absent reads as empty.
+    if (it == members.end() && std::string_view(column.name) == "original") continue;
     if (it == members.end()) reader.fail(path, "missing");
     if (it->second.is_null()) continue;
     auto cell = cell_from_json(it->second, column);
     if (std::holds_alternative<std::string>(cell))
       reader.fail(path, std::get<std::string>(cell) + ", got " + excerpt(it->second));
     row.cells[c] = std::move(std::get<Cell>(cell));
+  }
+  // sweep --remove-originals writes "removed" or "kept: <reason>".
+  if (const Cell& original = row.get("original"); std::holds_alternative<std::string>(original)) {
+    std::string_view text = std::get<std::string>(original);
+    if (text != "removed" && text.substr(0, 6) != "kept: ")
+      reader.fail(where + ".original", "expected \"removed\" or \"kept: <reason>\", got " + excerpt(members.at("original")));
   }
   // What identifies a row and decides the outcome is never unknown.
   for (const char* name : {"dir", "status"})
@@ -379,7 +387,8 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
   for (size_t c = 1; c < kColumns.size(); ++c) {
     const Column& column = kColumns[c];
     std::string_view name = column.name;
-    if (column.timing || name == "status" || name == "error") continue;
+    // "original" is what this run did with the rank file, never the output's.
+    if (column.timing || name == "status" || name == "error" || name == "original") continue;
     if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
     // A record written before schema 3 (an output of the previous release, still up to
     // date) names a renamed column as schema 2 did.

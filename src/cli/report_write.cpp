@@ -57,6 +57,10 @@ std::string report_json(const Report& report) {
     unsigned bit = 1u << unsigned(row.kind);
     for (size_t c = 0; c < kColumns.size(); ++c) {
       if (!(kColumns[c].kinds & bit)) continue;
+      // "original" only where sweep --remove-originals filled it: a report of a sweep
+      // without the flag is what it was before the column (and older readers read it).
+      if (std::string_view(kColumns[c].name) == "original" && std::holds_alternative<std::monostate>(row.cells[c]))
+        continue;
       if (c == 0)
         item.set("kind", JsonValue::string(kind_name(row.kind)));
       else
@@ -81,7 +85,13 @@ std::string row_record(const Row& row) {
 std::string report_csv(const Report& report) {
   // CRLF line ends (RFC 4180); pandas and spreadsheets read them as plain line ends.
   std::string out;
+  // "original" only when a row has it (sweep --remove-originals), as in report_json.
+  const size_t original = column_index("original");
+  const bool with_original = std::any_of(report.rows.begin(), report.rows.end(), [&](const Row& row) {
+    return !std::holds_alternative<std::monostate>(row.cells[original]);
+  });
   for (size_t c = 0; c < kColumns.size(); ++c) {
+    if (c == original && !with_original) continue;
     if (c) out += ',';
     out += kColumns[c].name;
   }
@@ -89,6 +99,7 @@ std::string report_csv(const Report& report) {
   out += ",gpu_window_us,gpu_busy\r\n";
   auto write_cells = [&](const std::vector<Cell>& cells, const char* kind, const std::optional<GpuFigures>& figures) {
     for (size_t c = 0; c < kColumns.size(); ++c) {
+      if (c == original && !with_original) continue;
       if (c) out += ',';
       std::string text = c == 0 ? std::string(kind) : cell_text(cells[c], kColumns[c]);
       out += csv_field(text);

@@ -17,6 +17,7 @@
 #include "options.hpp"
 #include "printable.hpp"
 #include "progress.hpp"
+#include "remove_originals.hpp"
 #include "report.hpp"
 #include "sweep_graph.hpp"
 #include "tree_lock.hpp"
@@ -62,6 +63,8 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
       "rules", po::value(&shared.rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "no-restore-data", po::bool_switch(&shared.no_restore_data),
       "leave out what `tracelane restore` needs to write the originals back")(
+      "remove-originals", po::bool_switch(&options.remove_originals),
+      "after the work, remove each rank file whose compacted copy, read back, restores it byte for byte")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
       "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
@@ -74,6 +77,9 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
   po::variables_map vm;
   if (auto done = parse_command_line(argc, argv, kSweepLine, described, hidden, positional, &vm)) return done;
   if (root.empty()) return usage_error("missing ROOT");
+  // A copy without restore data cannot give its original back.
+  if (options.remove_originals && shared.no_restore_data)
+    return usage_error("--remove-originals needs the restore data that --no-restore-data leaves out");
   if (!load_rules(shared)) return kExitUsage;
   options.rules = std::move(shared.rules);
   options.job = job_options(shared, force, nullptr);  // no timings: the jobs run concurrently
@@ -100,6 +106,62 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
   options.report_dir = report_dir.empty() ? options.root : fs::path(report_dir);
   if (!options.dry_run) return check_report_dir(options);
   return std::nullopt;
+}
+
+// --remove-originals: every rank file of the plan as the sweep leaves it, in plan order;
+// those of an iteration that is not wholly done are refused (remove_originals.hpp).
+std::vector<OriginalFile> original_files(const SweepPlan& plan, bool dry_run) {
+  auto status = [](const Row& row) {
+    const Cell& cell = row.get("status");
+    return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
+  };
+  std::vector<OriginalFile> files;
+  for (const auto& iteration : plan.iterations) {
+    std::vector<std::pair<std::string, std::string>> statuses;
+    for (size_t r : iteration->ranks)
+      statuses.push_back({plan.ranks[r]->file->path.filename().string(), status(plan.ranks[r]->row)});
+    std::optional<std::string> merge_status;
+    if (iteration->has_merge_row) merge_status = status(iteration->merge_row);
+    std::optional<std::string> refusal;
+    if (!dry_run) refusal = iteration_not_done(statuses, merge_status);
+    for (size_t r : iteration->ranks) {
+      const RankTask& task = *plan.ranks[r];
+      OriginalFile file;
+      file.dir = iteration->dir->dir;
+      file.name = task.file->path.filename().string();
+      file.output_name = task.output.filename().string();
+      // The file read; a rank not read (or not yet: --dry-run) is the one discovery
+      // found, which its output's inputs record named (up_to_date).
+      file.identity = task.process && !dry_run ? task.read_identity : task.file->identity;
+      file.through_link = task.file->through_link;
+      file.estimate = std::max(task.estimate, task.file->bytes_uncompressed);
+      file.iteration = iteration->index;
+      file.refusal = refusal;
+      files.push_back(std::move(file));
+    }
+  }
+  return files;
+}
+
+// --dry-run: what would be verified and removed once the work is done.
+void print_removal_plan(const SweepPlan& plan) {
+  std::vector<std::string> rel_names;
+  for (const auto& iteration : plan.iterations)
+    for (size_t index : iteration->ranks) {
+      const std::string& rel = iteration->dir->rel;
+      rel_names.push_back((rel == "." ? "" : rel + "/") + plan.ranks[index]->file->path.filename().string());
+    }
+  std::cout << removal_plan(original_files(plan, true), rel_names);
+}
+
+// After the work: verify and remove; each rank row's "original" says what was done.
+std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& options, SweepPlan& plan) {
+  std::vector<OriginalVerdict> verdicts = remove_originals(
+      original_files(plan, false), options.memory_budget, options.jobs, [](const std::string& line) { print_error(line); });
+  size_t i = 0;
+  for (const auto& iteration : plan.iterations)
+    for (size_t r : iteration->ranks) plan.ranks[r]->row.set("original", original_cell(verdicts[i++]));
+  return verdicts;
 }
 
 // The report of the run: the rows of the graph and, from shard 0 only, discovery's
@@ -131,7 +193,8 @@ Report make_report(const SweepOptions& options, std::vector<Row> rows, const Dis
 
 // The one-line summary on stdout (not with --quiet), then the warnings and failures on
 // stderr.
-void print_outcome(const SweepOptions& options, const Report& report, const fs::path& written) {
+void print_outcome(const SweepOptions& options, const Report& report, const fs::path& written,
+                   const std::vector<OriginalVerdict>& removals) {
   std::map<std::string, size_t> counts;
   for (const Row& row : report.rows) {
     const Cell& status = row.get("status");
@@ -145,6 +208,7 @@ void print_outcome(const SweepOptions& options, const Report& report, const fs::
     if (counts.empty()) std::cout << "no rank<N>_trace.json[.gz] files found";
     std::cout << " in " << int(report.runs.back().wall_seconds * 10) / 10.0 << " s\n";
     if (!written.empty()) std::cout << "report: " << printable(written.string()) << "\n";
+    if (options.remove_originals) std::cout << "tracelane sweep: " << removal_summary(removals) << "\n";
   }
   for (const auto& [dir, count] : unmatched_iterations(report.rows))
     std::cerr << "warning: " << printable(dir) << ": " << count
@@ -179,11 +243,15 @@ int run_sweep(int argc, char** argv) {
   SweepPlan plan = plan_sweep(options, discovery);
   if (options.dry_run) {
     print_plan(plan);
+    if (options.remove_originals) print_removal_plan(plan);
     return kExitOk;
   }
   remove_stale_temporaries(plan);
-  std::vector<Row> rows = run_sweep_graph(options, plan);
-  Report report = make_report(options, std::move(rows), discovery, seconds_since(started));
+  run_sweep_graph(options, plan);
+  // Only once every output is written.
+  std::vector<OriginalVerdict> removals;
+  if (options.remove_originals) removals = remove_verified_originals(options, plan);
+  Report report = make_report(options, plan_rows(plan), discovery, seconds_since(started));
 
   fs::path written;
   bool report_failed = false;
@@ -195,7 +263,7 @@ int run_sweep(int argc, char** argv) {
     std::cerr << printable(e.what()) << "\n";
     report_failed = true;
   }
-  print_outcome(options, report, written);
+  print_outcome(options, report, written, removals);
   return has_failures(report.rows) || report_failed ? kExitFailed : kExitOk;
 }
 

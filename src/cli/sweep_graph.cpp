@@ -60,7 +60,7 @@ class Sweep {
   Sweep(const SweepOptions& options, SweepPlan& plan) : options_(options), ranks_(plan.ranks), iterations_(plan.iterations) {}
 
   // Runs the graph; returns the rows, sorted.
-  std::vector<Row> run() {
+  void run() {
     size_t files = 0;
     uint64_t bytes = 0;
     for (const auto& task : ranks_)
@@ -76,13 +76,6 @@ class Sweep {
     arena.execute([&] { run_graph(admission); });
     progress.stop();
     progress_ = nullptr;
-
-    std::vector<Row> rows;
-    for (const auto& task : ranks_) rows.push_back(task->row);
-    for (const auto& iteration : iterations_)
-      if (iteration->has_merge_row) rows.push_back(iteration->merge_row);
-    sort_rows(rows);
-    return rows;
   }
 
  private:
@@ -341,6 +334,6 @@ class Sweep {
 
 }  // namespace
 
-std::vector<Row> run_sweep_graph(const SweepOptions& options, SweepPlan& plan) { return Sweep(options, plan).run(); }
+void run_sweep_graph(const SweepOptions& options, SweepPlan& plan) { Sweep(options, plan).run(); }
 
 }  // namespace tracelane::cli

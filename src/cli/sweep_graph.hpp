@@ -9,7 +9,7 @@
 
 namespace tracelane::cli {
 
-// Runs the plan's work; returns the rows (ranks and merges), sorted.
-std::vector<Row> run_sweep_graph(const SweepOptions& options, SweepPlan& plan);
+// Runs the plan's work; the plan's rows say what became of each rank and merge.
+void run_sweep_graph(const SweepOptions& options, SweepPlan& plan);
 
 }  // namespace tracelane::cli

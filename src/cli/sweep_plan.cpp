@@ -136,6 +136,15 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
 }
 
 
+std::vector<Row> plan_rows(const SweepPlan& plan) {
+  std::vector<Row> rows;
+  for (const auto& task : plan.ranks) rows.push_back(task->row);
+  for (const auto& iteration : plan.iterations)
+    if (iteration->has_merge_row) rows.push_back(iteration->merge_row);
+  sort_rows(rows);
+  return rows;
+}
+
 void print_plan(const SweepPlan& plan) {
   // Names from the tree are bytes: printable() keeps invalid UTF-8 and terminal escapes
   // off the terminal.

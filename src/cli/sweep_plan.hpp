@@ -52,6 +52,7 @@ struct SweepOptions {
   // --no-restore-data, --level. No timings: jobs run concurrently.
   JobOptions job;
   std::optional<Shard> shard;
+  bool remove_originals = false;  // --remove-originals (remove_originals.hpp)
 };
 
 struct IterationTask;
@@ -100,6 +101,9 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery);
 
 // --dry-run: what the sweep would do.
 void print_plan(const SweepPlan& plan);
+
+// Every rank row and merge row of the plan, sorted.
+std::vector<Row> plan_rows(const SweepPlan& plan);
 
 // A killed sweep leaves its temporary files (".<output>.tmp.<pid>.<n>", never the
 // output's own name) behind; removes those of our outputs in the directories this run
