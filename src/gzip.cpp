@@ -219,9 +219,16 @@ void gzip_compress_members(std::string_view bytes, int level, size_t member_byte
     sink(gzip_compress(bytes, level));
     return;
   }
-  // One compressor per thread (their state is a few hundred KB at the higher levels).
-  tbb::enumerable_thread_specific<std::unique_ptr<libdeflate_compressor, CompressorDeleter>> compressors(
-      [level] { return std::unique_ptr<libdeflate_compressor, CompressorDeleter>(libdeflate_alloc_compressor(level)); });
+  // One compressor per thread (their state is a few hundred KB at the higher levels), and
+  // one scratch buffer of the bound: a member in flight then holds only its compressed
+  // bytes, not a zero-filled bound's worth (2 x threads members are in flight).
+  struct Worker {
+    std::unique_ptr<libdeflate_compressor, CompressorDeleter> compressor;
+    std::unique_ptr<char[]> scratch;
+    size_t scratch_size = 0;
+  };
+  tbb::enumerable_thread_specific<Worker> workers(
+      [level] { return Worker{std::unique_ptr<libdeflate_compressor, CompressorDeleter>(libdeflate_alloc_compressor(level))}; });
   struct Member {
     std::string_view input;
     std::string output;
@@ -245,14 +252,18 @@ void gzip_compress_members(std::string_view bytes, int level, size_t member_byte
           tbb::make_filter<std::shared_ptr<Member>, std::shared_ptr<Member>>(
               tbb::filter_mode::parallel,
               [&](std::shared_ptr<Member> member) {
-                libdeflate_compressor* c = compressors.local().get();
+                Worker& worker = workers.local();
+                libdeflate_compressor* c = worker.compressor.get();
                 if (!c) throw std::bad_alloc();
                 size_t bound = libdeflate_gzip_compress_bound(c, member->input.size());
-                member->output.resize(bound);
+                if (worker.scratch_size < bound) {
+                  worker.scratch.reset(new char[bound]);  // not zero-filled: only what is written is touched
+                  worker.scratch_size = bound;
+                }
                 size_t n = libdeflate_gzip_compress(c, member->input.data(), member->input.size(),
-                                                    member->output.data(), bound);
+                                                    worker.scratch.get(), bound);
                 if (n == 0) throw Error("gzip compression failed");
-                member->output.resize(n);
+                member->output.assign(worker.scratch.get(), n);
                 return member;
               }) &
           tbb::make_filter<std::shared_ptr<Member>, void>(

@@ -1,5 +1,7 @@
 // `tracelane compact TRACE`: one trace file through the job's steps (trace_job.hpp), in
 // order: read, parse, compact, figures, serialise, compress, write, summary.
+#include <tbb/task_arena.h>
+
 #include <iostream>
 
 #include "commands.hpp"
@@ -49,12 +51,15 @@ int run_compact(int argc, char** argv) {
   po::options_description options("compact options");
   add_shared_options(options, shared);
   add_restore_option(options, shared);
+  add_parallel_options(options, shared);
   options.add_options()("no-pp-flows", po::bool_switch(&no_pp_flows), "do not add rank-local PP arrows")(
       "force", po::bool_switch(&force), "compact a trace that is already laned (SPEC 9.8)");
   const CommandLine line{"compact", "usage: tracelane compact TRACE [options]\n", std::string("\n") + kUsage};
   std::string input_arg;
   if (auto done = parse_command_line(argc, argv, line, options, "TRACE", input_arg)) return *done;
   if (!check_level(shared.level, "compact") || !load_rules(shared)) return kExitUsage;
+  const int jobs = jobs_of(shared);
+  if (jobs < 1) return usage_error(line, "--jobs must be at least 1");
   fs::path input(input_arg);
   fs::path output = shared.output.empty() ? default_compact_output(input) : fs::path(shared.output);
   // Every refusal of the output path before the input is read (exit 2). Without -o the
@@ -72,8 +77,12 @@ int run_compact(int argc, char** argv) {
     return kExitUsage;
   }
   Timings timings;
-  int code = compact_file(input, output, shared, job_options(shared, force, shared.timings ? &timings : nullptr),
-                          !no_pp_flows);
+  int code = kExitOk;
+  // The steps' parallel parts (the gzip members) run on the arena's threads.
+  tbb::task_arena(jobs).execute([&] {
+    code = compact_file(input, output, shared, job_options(shared, force, shared.timings ? &timings : nullptr),
+                        !no_pp_flows);
+  });
   if (shared.timings) std::cerr << timings.text();
   return code;
 }

@@ -81,7 +81,10 @@ struct Walker {
   }
 
   // `fd` is the directory `dir` (ROOT/rel), open; the caller closes it.
-  void walk(int fd, const fs::path& dir, const std::string& rel, std::vector<std::pair<dev_t, ino_t>>& ancestors) {
+  // `through_link`: `dir` was entered through a directory symbolic link (it or one of its
+  // ancestors below ROOT).
+  void walk(int fd, const fs::path& dir, const std::string& rel, std::vector<std::pair<dev_t, ino_t>>& ancestors,
+            bool through_link) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
       problem(rel, std::string("cannot read directory: ") + std::strerror(errno), true);
@@ -185,6 +188,7 @@ struct Walker {
       std::stable_sort(iteration.ranks.begin(), iteration.ranks.end(),
                        [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });
       iteration.dir = dir;
+      iteration.through_dir_link = through_link;
       iteration.rel = rel;
       iteration.run = run_of(rel, root_name);
       iteration.iteration = rel == "." ? root_name : dir.filename().string();
@@ -200,7 +204,10 @@ struct Walker {
         if (e != ENOENT) problem(join(rel, name), std::string("cannot read directory: ") + std::strerror(e), true);
         continue;
       }
-      walk(child, dir / name, join(rel, name), ancestors);
+      struct stat link {};
+      bool child_through_link =
+          through_link || (::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode));
+      walk(child, dir / name, join(rel, name), ancestors, child_through_link);
       ::close(child);
     }
     ancestors.pop_back();
@@ -231,7 +238,7 @@ Discovery discover(const fs::path& root) {
   if (fd < 0) {
     walker.problem(".", std::string("cannot read directory: ") + std::strerror(errno), true);
   } else {
-    walker.walk(fd, root, ".", ancestors);
+    walker.walk(fd, root, ".", ancestors, false);
     ::close(fd);
   }
   std::sort(out.iterations.begin(), out.iterations.end(),

@@ -30,6 +30,7 @@ struct IterationDir {
   std::string run;  // the component before profile_trace, else the grandparent (see run_of)
   std::string iteration;  // the directory's name
   std::vector<RankFile> ranks;  // sorted by rank number, then name
+  bool through_dir_link = false;  // reached through a directory symbolic link below ROOT
 };
 
 // Something discovery could not look into. `failure`: it may hide inputs (an unreadable

@@ -398,9 +398,9 @@ std::optional<std::string> read_attribute(const fs::path& path, const char* name
   return std::nullopt;
 }
 
-std::string encode_for(const fs::path& path, std::string json, int level) {
-  if (path.extension() == ".gz") return gzip_compress(json, level);
-  return json;
+std::string encode_for(const fs::path& path, std::string json, int level, size_t member_bytes) {
+  if (path.extension() != ".gz") return json;
+  return member_bytes ? gzip_compress_members(json, level, member_bytes) : gzip_compress(json, level);
 }
 
 }  // namespace tracelane::cli

@@ -181,7 +181,9 @@ inline std::optional<std::string> read_record(const fs::path& path) { return rea
 // link is not).
 std::optional<std::string> read_record(const fs::path& path);
 
-// gzip-compress when the name ends in .gz.
-std::string encode_for(const fs::path& path, std::string json, int level);
+// gzip-compress when the name ends in .gz: consecutive members of `member_bytes` of JSON
+// each, compressed concurrently in the caller's TBB arena (gzip.hpp
+// gzip_compress_members), or one member when `member_bytes` is 0.
+std::string encode_for(const fs::path& path, std::string json, int level, size_t member_bytes = 0);
 
 }  // namespace tracelane::cli

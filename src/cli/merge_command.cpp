@@ -1,7 +1,12 @@
 // `tracelane merge DIR`: every rank<N>_trace.json[.gz] of a directory read, parsed and
 // compacted with the job's steps (trace_job.hpp), then merged and written by
 // merge_and_write(), the same function the sweep's merge node calls.
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <exception>
 #include <iostream>
+#include <optional>
 
 #include "commands.hpp"
 #include "files.hpp"
@@ -13,6 +18,20 @@ namespace tracelane::cli {
 
 namespace {
 
+// One rank: read, parsed and compacted with the job's steps. The merged file carries the
+// PP arrows: none of the ranks' own.
+MergeInput compact_rank(const fs::path& file, NamedIdentity& identity, const JobOptions& job) {
+  Timings::Scope scope(job.timings, file.filename().string());
+  // Found by listing a directory others may write: regular files only (a FIFO planted
+  // under a rank name must not hang an unattended merge).
+  ReadOptions read;
+  read.regular_only = true;
+  identity.name = file.filename().string();
+  std::string json = read_step(file, identity.identity, read, job);
+  Trace trace = parse_step(std::move(json), file, job);
+  return {file.filename().string(), compact_step(std::move(trace), job, false)};
+}
+
 int merge_directory(const fs::path& input, const fs::path& dir, const fs::path& output, const SharedOptions& shared,
                     const JobOptions& job) {
   try {
@@ -20,24 +39,38 @@ int merge_directory(const fs::path& input, const fs::path& dir, const fs::path& 
     // Against every rank file, before any is read.
     guard_output(output, files, shared.overwrite);
     guard_preview(shared, output, files);
+    // The ranks on the arena's threads (--jobs), each one's failure kept; then, in file
+    // order, the first failure or already-laned rank is the one reported, as when they
+    // ran one after another. One thread: one after another, each rank timed.
+    std::vector<std::optional<MergeInput>> compacted(files.size());
+    std::vector<NamedIdentity> identities(files.size());  // recorded with the output, as the sweep does
+    std::vector<std::exception_ptr> failures(files.size());
+    if (tbb::this_task_arena::max_concurrency() == 1) {
+      for (size_t k = 0; k < files.size(); ++k) {
+        compacted[k] = compact_rank(files[k], identities[k], job);
+        if (!already_laned(compacted[k]->compacted).empty()) break;
+      }
+    } else {
+      Timings::Scope scope(job.timings, "ranks (" + std::to_string(files.size()) + ", concurrently)");
+      JobOptions rank_job = job;
+      rank_job.timings = nullptr;  // one thread at a time may time
+      tbb::parallel_for(size_t(0), files.size(), [&](size_t k) {
+        try {
+          compacted[k] = compact_rank(files[k], identities[k], rank_job);
+        } catch (...) {
+          failures[k] = std::current_exception();
+        }
+      });
+    }
     std::vector<MergeInput> ranks;
-    std::vector<NamedIdentity> identities;  // recorded with the output, as the sweep does
-    for (const auto& file : files) {
-      Timings::Scope scope(job.timings, file.filename().string());
-      FileIdentity identity;
-      // Found by listing a directory others may write: regular files only (a FIFO planted
-      // under a rank name must not hang an unattended merge).
-      ReadOptions read;
-      read.regular_only = true;
-      std::string json = read_step(file, identity, read, job);
-      Trace trace = parse_step(std::move(json), file, job);
-      identities.push_back({file.filename().string(), identity});
-      // The merged file carries the PP arrows: none of the ranks' own.
-      ranks.push_back({file.filename().string(), compact_step(std::move(trace), job, false)});
-      if (const std::string& reason = already_laned(ranks.back().compacted); !reason.empty()) {
-        print_already_laned(file, reason, "merges");
+    for (size_t k = 0; k < files.size(); ++k) {
+      if (failures[k]) std::rethrow_exception(failures[k]);
+      if (const std::string& reason = already_laned(compacted[k]->compacted); !reason.empty()) {
+        print_already_laned(files[k], reason, "merges");
         return kExitOk;
       }
+      ranks.push_back(std::move(*compacted[k]));
+      compacted[k].reset();
     }
     MergedOutput merged = merge_and_write(std::move(ranks), identities, output, shared.overwrite, job);
     if (!shared.preview.empty()) {
@@ -66,19 +99,25 @@ int run_merge(int argc, char** argv) {
   po::options_description options("merge options");
   add_shared_options(options, shared);
   add_restore_option(options, shared);
+  add_parallel_options(options, shared);
   options.add_options()("force", po::bool_switch(&force), "merge ranks that are already laned (SPEC 9.8)");
   const CommandLine line{"merge", "usage: tracelane merge DIR_OR_ONE_RANK_FILE [options]\n",
                          std::string("\n") + kUsage};
   std::string input_arg;
   if (auto done = parse_command_line(argc, argv, line, options, "DIR_OR_ONE_RANK_FILE", input_arg)) return *done;
   if (!check_level(shared.level, "merge") || !load_rules(shared)) return kExitUsage;
+  const int jobs = jobs_of(shared);
+  if (jobs < 1) return usage_error(line, "--jobs must be at least 1");
   fs::path input(input_arg);
   boost::system::error_code ec;
   fs::path dir = fs::is_directory(input, ec) ? input : input.parent_path();
   if (dir.empty()) dir = ".";
   fs::path output = shared.output.empty() ? dir / kMergedName : fs::path(shared.output);
   Timings timings;
-  int code = merge_directory(input, dir, output, shared, job_options(shared, force, shared.timings ? &timings : nullptr));
+  int code = kExitOk;
+  tbb::task_arena(jobs).execute([&] {
+    code = merge_directory(input, dir, output, shared, job_options(shared, force, shared.timings ? &timings : nullptr));
+  });
   if (shared.timings) std::cerr << timings.text();
   return code;
 }

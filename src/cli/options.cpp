@@ -4,6 +4,7 @@
 #include <new>
 
 #include "files.hpp"
+#include "memory_budget.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
@@ -51,6 +52,23 @@ void add_shared_options(po::options_description& options, SharedOptions& shared)
 void add_restore_option(po::options_description& options, SharedOptions& shared) {
   options.add_options()("no-restore-data", po::bool_switch(&shared.no_restore_data),
                         "leave out what `tracelane restore` needs to write the original back");
+}
+
+void add_single_member_option(po::options_description& options, bool& single_gzip_member) {
+  options.add_options()("single-gzip-member", po::bool_switch(&single_gzip_member),
+                        "write a .gz output as one gzip member (slower: no parallel compression), for readers that "
+                        "stop after the first member");
+}
+
+void add_parallel_options(po::options_description& options, SharedOptions& shared) {
+  options.add_options()("jobs,j", po::value(&shared.jobs),
+                        "threads (default: SLURM_CPUS_PER_TASK, else the cores available)");
+  add_single_member_option(options, shared.single_gzip_member);
+}
+
+int jobs_of(const SharedOptions& shared) {
+  if (shared.jobs == -1) return default_jobs();
+  return shared.jobs >= 1 ? shared.jobs : 0;
 }
 
 // The preview goes through the same guard as the output, against the inputs and the

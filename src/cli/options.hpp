@@ -41,6 +41,8 @@ struct SharedOptions {
   bool timings = false;
   std::string preview;  // --preview FILE.svg: the timeline picture (docs/figures.md)
   bool no_restore_data = false;
+  int jobs = -1;                    // --jobs; -1: not given (default_jobs())
+  bool single_gzip_member = false;  // --single-gzip-member
 
   const Rules* rules_or_null() const { return rules ? &*rules : nullptr; }
 };
@@ -49,6 +51,12 @@ struct SharedOptions {
 void add_shared_options(po::options_description& options, SharedOptions& shared);
 // --no-restore-data.
 void add_restore_option(po::options_description& options, SharedOptions& shared);
+// --jobs, --single-gzip-member (compact, merge; sweep has its own --jobs).
+void add_parallel_options(po::options_description& options, SharedOptions& shared);
+void add_single_member_option(po::options_description& options, bool& single_gzip_member);
+// --jobs as given, else SLURM_CPUS_PER_TASK, else the cores this process may run on; 0
+// when --jobs is below 1 (a usage error).
+int jobs_of(const SharedOptions& shared);
 
 // --preview FILE.svg goes through the same guard as the output, against the inputs and
 // the output itself (one name for both would lose one of them). Throws OutputRefused.

@@ -111,12 +111,23 @@ struct Check {
   enum Kind { verified, kept, unfaithful, larger } kind = kept;
   std::string reason;
   uint64_t estimate = 0;  // larger: a better estimate
+  FileIdentity copy;      // verified: the copy that restored it (checked again before removal)
 };
 Check kept(std::string reason) { return {Check::kept, std::move(reason)}; }
 Check unfaithful(std::string reason) { return {Check::unfaithful, "restore differs: " + std::move(reason)}; }
 
 // Step 2 of the file comment, holding at most about kVerifyFactor x `max_bytes`, the
 // original's admitted (uncompressed) size.
+// Why the copy's directory entry is not one we may trust to stand in for the original:
+// a regular file of ours that nobody else may write.
+std::optional<std::string> copy_refusal(const std::string& name, const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) return name + ": not a regular file";
+  // Whoever owns or may write the copy can change it after the original is gone.
+  if (st.st_uid != ::geteuid()) return name + ": owned by another user";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return name + ": writable by others";
+  return std::nullopt;
+}
+
 Check verify(const OriginalFile& file, uint64_t max_bytes) {
   const std::string original_path = (file.dir / file.name).string();
   const std::string copy_path = (file.dir / file.output_name).string();
@@ -126,6 +137,7 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
   if (::fstatat(dir.fd, file.name.c_str(), &entry, AT_SYMLINK_NOFOLLOW) != 0)
     return kept(std::string("cannot examine it: ") + std::strerror(errno));
   if (auto refusal = original_refusal(entry, file.identity, file.through_link, ::geteuid())) return kept(*refusal);
+  FileIdentity copy_identity;
   try {
     // The copy first: its restore peaks at about 3x the copy's text, and the original's
     // text is read only once that is freed (peak max(3 x copy, 2 x original), not their sum).
@@ -137,12 +149,15 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
         return kept(file.output_name + ": cannot open: " +
                     (errno == ELOOP ? std::string("a symbolic link") : std::string(std::strerror(errno))));
       struct stat st {};
-      if (::fstat(out.fd, &st) != 0 || !S_ISREG(st.st_mode)) return kept(file.output_name + ": not a regular file");
-      // Whoever owns the copy can change it after the original is gone.
-      if (st.st_uid != ::geteuid()) return kept(file.output_name + ": owned by another user");
+      if (::fstat(out.fd, &st) != 0) return kept(file.output_name + ": cannot examine: " + std::strerror(errno));
+      if (auto refusal = copy_refusal(file.output_name, st)) return kept(*refusal);
+      copy_identity = identity_of(st);
       // A copy may be somewhat larger than its original (lane names, restore data).
       const uint64_t copy_max = 2 * max_bytes + (1 << 20);
       std::string raw = read_whole(out.fd, st, copy_path, copy_max + copy_max / 8 + (1 << 16));
+      struct stat after {};
+      if (::fstat(out.fd, &after) != 0 || !(identity_of(after) == copy_identity))
+        return kept(file.output_name + ": changed while it was verified");
       try {
         copy = text_of(std::move(raw), copy_path, copy_max);
         std::vector<RestoreRecordInfo> records = list_restore_records(copy, copy_path);
@@ -187,7 +202,7 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
   } catch (const std::exception& e) {
     return kept(e.what());
   }
-  return {Check::verified};
+  return {Check::verified, {}, 0, copy_identity};
 }
 
 }  // namespace
@@ -278,6 +293,13 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
         return std::string("cannot examine it: ") + std::strerror(errno);
       if (auto refusal = original_refusal(st, files[i].identity, files[i].through_link, ::geteuid()))
         return *refusal + " (after it was verified)";
+      // The copy must still be the one that restored it: another writer (a compact
+      // --overwrite, a sweep of a nested ROOT) may have replaced it since.
+      struct stat copy {};
+      if (::fstatat(dir.fd, files[i].output_name.c_str(), &copy, AT_SYMLINK_NOFOLLOW) != 0)
+        return files[i].output_name + ": cannot examine it after it was verified: " + std::strerror(errno);
+      if (auto refusal = copy_refusal(files[i].output_name, copy)) return *refusal + " (after it was verified)";
+      if (!(identity_of(copy) == checks[i].copy)) return files[i].output_name + ": changed after it was verified";
       return std::nullopt;
     };
     for (size_t i : members) {

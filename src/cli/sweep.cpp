@@ -108,9 +108,20 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
   return std::nullopt;
 }
 
-// --remove-originals: every rank file of the plan as the sweep leaves it, in plan order;
-// those of an iteration that is not wholly done are refused (remove_originals.hpp).
-std::vector<OriginalFile> original_files(const SweepPlan& plan, bool dry_run) {
+// "a/b/c" -> "a/b", "c" -> ".": the directory of a discovery problem's entry.
+std::string parent_rel(const std::string& rel) {
+  size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? "." : rel.substr(0, slash);
+}
+
+// --remove-originals: every rank file of the plan as the sweep leaves it, in plan order.
+// An iteration's files are all refused (remove_originals.hpp) when it is not wholly done,
+// when discovery could not account for everything in its directory (a dangling or foreign
+// rank link, an entry it could not examine: the merged output may lack a rank that comes
+// back later), when it was reached through a directory symbolic link (its files are not
+// ROOT's to remove), or when `whole_tree_refusal` says so (the tree lock was not taken).
+std::vector<OriginalFile> original_files(const SweepPlan& plan, const Discovery& discovery, bool dry_run,
+                                         const std::optional<std::string>& whole_tree_refusal) {
   auto status = [](const Row& row) {
     const Cell& cell = row.get("status");
     return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
@@ -122,8 +133,14 @@ std::vector<OriginalFile> original_files(const SweepPlan& plan, bool dry_run) {
       statuses.push_back({plan.ranks[r]->file->path.filename().string(), status(plan.ranks[r]->row)});
     std::optional<std::string> merge_status;
     if (iteration->has_merge_row) merge_status = status(iteration->merge_row);
-    std::optional<std::string> refusal;
-    if (!dry_run) refusal = iteration_not_done(statuses, merge_status);
+    std::optional<std::string> refusal = whole_tree_refusal;
+    if (!refusal && iteration->dir->through_dir_link)
+      refusal = "its directory was reached through a symbolic link (not ROOT's to remove)";
+    for (const DiscoveryProblem& problem : discovery.problems)
+      if (!refusal && parent_rel(problem.rel) == iteration->dir->rel)
+        refusal = "its directory holds an entry the sweep could not account for (" + problem.rel + ": " +
+                  problem.reason + ")";
+    if (!refusal && !dry_run) refusal = iteration_not_done(statuses, merge_status);
     for (size_t r : iteration->ranks) {
       const RankTask& task = *plan.ranks[r];
       OriginalFile file;
@@ -137,6 +154,10 @@ std::vector<OriginalFile> original_files(const SweepPlan& plan, bool dry_run) {
       file.estimate = std::max(task.estimate, task.file->bytes_uncompressed);
       file.iteration = iteration->index;
       file.refusal = refusal;
+      // Up to date, but read again for the merge and found changed since discovery: the
+      // copy was made from the file as it was, not as it is.
+      if (!file.refusal && !dry_run && !task.write_output && task.process && !(task.read_identity == task.file->identity))
+        file.refusal = "changed since its compacted copy was made";
       files.push_back(std::move(file));
     }
   }
@@ -144,20 +165,23 @@ std::vector<OriginalFile> original_files(const SweepPlan& plan, bool dry_run) {
 }
 
 // --dry-run: what would be verified and removed once the work is done.
-void print_removal_plan(const SweepPlan& plan) {
+void print_removal_plan(const SweepPlan& plan, const Discovery& discovery) {
   std::vector<std::string> rel_names;
   for (const auto& iteration : plan.iterations)
     for (size_t index : iteration->ranks) {
       const std::string& rel = iteration->dir->rel;
       rel_names.push_back((rel == "." ? "" : rel + "/") + plan.ranks[index]->file->path.filename().string());
     }
-  std::cout << removal_plan(original_files(plan, true), rel_names);
+  std::cout << removal_plan(original_files(plan, discovery, true, std::nullopt), rel_names);
 }
 
 // After the work: verify and remove; each rank row's "original" says what was done.
-std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& options, SweepPlan& plan) {
-  std::vector<OriginalVerdict> verdicts = remove_originals(
-      original_files(plan, false), options.memory_budget, options.jobs, [](const std::string& line) { print_error(line); });
+std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& options, SweepPlan& plan,
+                                                       const Discovery& discovery,
+                                                       const std::optional<std::string>& whole_tree_refusal) {
+  std::vector<OriginalVerdict> verdicts =
+      remove_originals(original_files(plan, discovery, false, whole_tree_refusal), options.memory_budget, options.jobs,
+                       [](const std::string& line) { print_error(line); });
   size_t i = 0;
   for (const auto& iteration : plan.iterations)
     for (size_t r : iteration->ranks) plan.ranks[r]->row.set("original", original_cell(verdicts[i++]));
@@ -226,10 +250,16 @@ int run_sweep(int argc, char** argv) {
   if (auto done = parse_sweep_options(argc, argv, options)) return *done;
 
   TreeLock lock;  // held until the report is written
+  // --remove-originals removes nothing from a tree whose lock it could not take: another
+  // sweep could be rewriting the copies it verifies.
+  std::optional<std::string> whole_tree_refusal;
   if (!options.dry_run) {
     std::string message;
     TreeLock::Outcome outcome = lock.take(options.root, options.shard.has_value(), message);
-    if (outcome == TreeLock::Outcome::unlocked) std::cerr << "warning: " << printable(message) << "\n";
+    if (outcome == TreeLock::Outcome::unlocked) {
+      std::cerr << "warning: " << printable(message) << "\n";
+      whole_tree_refusal = "the sweep ran without the tree's lock (" + message + ")";
+    }
     if (outcome == TreeLock::Outcome::busy || outcome == TreeLock::Outcome::refused) {
       std::cerr << "tracelane sweep: " << printable(message) << "\n";
       return kExitUsage;
@@ -243,14 +273,14 @@ int run_sweep(int argc, char** argv) {
   SweepPlan plan = plan_sweep(options, discovery);
   if (options.dry_run) {
     print_plan(plan);
-    if (options.remove_originals) print_removal_plan(plan);
+    if (options.remove_originals) print_removal_plan(plan, discovery);
     return kExitOk;
   }
   remove_stale_temporaries(plan);
   run_sweep_graph(options, plan);
   // Only once every output is written.
   std::vector<OriginalVerdict> removals;
-  if (options.remove_originals) removals = remove_verified_originals(options, plan);
+  if (options.remove_originals) removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
   Report report = make_report(options, plan_rows(plan), discovery, seconds_since(started));
 
   fs::path written;

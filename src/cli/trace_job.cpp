@@ -25,6 +25,7 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
   job.force = force;
   job.restore_data = !shared.no_restore_data;
   job.level = shared.level;
+  job.gzip_member_bytes = shared.single_gzip_member ? 0 : kGzipMemberBytes;
   job.timings = timings;
   return job;
 }
@@ -83,7 +84,7 @@ std::string serialise_step(const CompactedTrace& compacted, const JobOptions& jo
 
 std::string encode_step(const fs::path& output, std::string text, const JobOptions& job) {
   Timings::Scope scope(job.timings, "compress");
-  return encode_for(output, std::move(text), job.level);
+  return encode_for(output, std::move(text), job.level, job.gzip_member_bytes);
 }
 
 void write_step(const fs::path& output, const std::string& bytes, bool overwrite,

@@ -26,6 +26,7 @@
 #include "options.hpp"
 #include "report.hpp"
 #include "tracelane/compact.hpp"
+#include "tracelane/gzip.hpp"
 #include "tracelane/figures.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/merge.hpp"
@@ -43,6 +44,9 @@ struct JobOptions {
   bool force = false;            // compact traces that are already laned (SPEC 9.8)
   bool restore_data = true;      // outputs carry what restores their originals (SPEC 9.12)
   int level = kDefaultLevel;     // gzip level of the outputs
+  // Input bytes per gzip member of a .gz output, compressed concurrently (gzip.hpp);
+  // 0: one member (--single-gzip-member).
+  size_t gzip_member_bytes = kGzipMemberBytes;
   Timings* timings = nullptr;    // --timings; null when jobs run concurrently (sweep)
 
   // The one place CompactOptions are made from the command's options. `pp_flows`: the

@@ -273,6 +273,137 @@ def test_dry_run_removes_nothing(env, work):
     checks.check("keep    a/iteration_1/rank1_trace.json.gz" in result.stdout, f"plan: {result.stdout!r}")
 
 
+# A pause at the sweep's first malloc_trim (the graph's admit node after a job, and the
+# verification after each file), so a test can change the tree at a known point: the hook
+# creates MARKER and sleeps; later calls do not pause.
+PAUSE_HOOK = r"""
+#include <stddef.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <unistd.h>
+int malloc_trim(size_t pad) {
+  (void)pad;
+  const char* marker = getenv("TRACELANE_TEST_PAUSE_MARKER");
+  if (!marker) return 0;
+  int fd = open(marker, O_CREAT | O_EXCL | O_WRONLY, 0600);
+  if (fd < 0) return 0;
+  close(fd);
+  sleep(4);
+  return 0;
+}
+"""
+
+
+def pause_hook(work):
+    """The LD_PRELOAD library, or None (said loudly) where no C compiler is found."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        print("    SKIPPED: no C compiler (cc, gcc) to build the pause hook", flush=True)
+        return None
+    source, library = os.path.join(work, "pause.c"), os.path.join(work, "pause.so")
+    write(source, PAUSE_HOOK.encode())
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", library, source], check=True)
+    return library
+
+
+def sweep_paused(env, work, root, change, *argv):
+    """`sweep ROOT ARGV...` with `change()` run while the sweep sleeps at its first pause."""
+    library = pause_hook(work)
+    if not library:
+        return None
+    marker = os.path.join(work, "paused")
+    environ = dict(os.environ, LD_PRELOAD=library, TRACELANE_TEST_PAUSE_MARKER=marker)
+    process = subprocess.Popen([env.args.tracelane, "sweep", root, *argv], env=environ, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(marker) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    paused = os.path.exists(marker)
+    if paused:
+        change()
+    out, err = process.communicate(timeout=120)
+    env.checks.check(paused, "the sweep reached its pause")
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_copy_replaced_after_verification_is_kept(env, work):
+    """The copy verified, then replaced (here by a `compact --overwrite --no-restore-data`,
+    as a user or another sweep might) before the removal: the original stays. Before the
+    fix it was removed and its only copy could not restore it."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    rank = write(os.path.join(root, "a", "iteration_1", "rank0_trace.json.gz"), gzip.compress(rank_trace(0, 300), 1, mtime=0))
+    checks.equal(env.sweep(root, "--quiet").returncode, 0, "plain sweep")
+
+    def replace_copy():
+        e2e.tracelane(env.args, "compact", rank, "--overwrite", "--no-restore-data")
+
+    result = sweep_paused(env, work, root, replace_copy, "--remove-originals", "--jobs", "1")
+    if result is None:
+        return
+    checks.equal(result.returncode, 0, f"sweep: {e2e.describe(result)}")
+    checks.check(os.path.exists(rank), "the original stays")
+    cell = originals(root).get("a/iteration_1/rank0_trace.json.gz") or ""
+    checks.check(cell.startswith("kept: ") and "changed after it was verified" in cell, f"its cell: {cell!r}")
+
+
+def test_rank_changed_before_the_merge_read_it_is_kept_not_unfaithful(env, work):
+    """Rank outputs up to date, the merged output missing: the ranks are read again for the
+    merge. rank1 changes between discovery and that read: its copy was made from the file
+    as it was, so it is kept as changed (exit 0), not reported as a copy that does not
+    restore (exit 1, before the fix)."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    it = two_rank_iteration(root, "a/iteration_1")
+    checks.equal(env.sweep(root, "--quiet").returncode, 0, "plain sweep")
+    os.unlink(os.path.join(it, MERGED))
+
+    def change_rank1():
+        with open(os.path.join(it, "rank1_trace.json.gz"), "ab") as handle:
+            handle.write(gzip.compress(b"\n", 1, mtime=0))  # one more member: a newline more
+
+    result = sweep_paused(env, work, root, change_rank1, "--remove-originals", "--jobs", "1", "--memory", "16K")
+    if result is None:
+        return
+    checks.equal(result.returncode, 0, f"sweep: {e2e.describe(result)}")
+    cells = originals(root)
+    cell = cells.get("a/iteration_1/rank1_trace.json.gz") or ""
+    checks.check(cell == "kept: changed since its compacted copy was made", f"rank1's cell: {cell!r}")
+    checks.equal(len(rank_files(root)), 2, "rank files left (all or none)")
+
+
+def test_iteration_reached_through_a_directory_link_is_kept(env, work):
+    """ROOT/a/iteration_1 is a symbolic link to a directory elsewhere: its ranks are swept,
+    but their originals are not ROOT's to remove (before the fix both were removed)."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    elsewhere = two_rank_iteration(work, "elsewhere/iteration_1")
+    os.makedirs(os.path.join(root, "a"))
+    os.symlink(elsewhere, os.path.join(root, "a", "iteration_1"))
+    result = env.sweep(root, "--remove-originals", "--quiet")
+    checks.equal(result.returncode, 0, f"sweep: {e2e.describe(result)}")
+    for rank in (0, 1):
+        checks.check(os.path.exists(os.path.join(elsewhere, f"rank{rank}_trace.json.gz")), f"rank{rank} stays")
+    for name, cell in originals(root).items():
+        checks.check((cell or "").startswith("kept: its directory was reached through a symbolic link"),
+                     f"{name}'s cell: {cell!r}")
+
+
+def test_iteration_with_an_unaccounted_rank_is_kept(env, work):
+    """rank2_trace.json.gz is a dangling link (its scratch not mounted): the merge of ranks 0
+    and 1 lacks it, so neither original goes (before the fix both did, and the full merge
+    could never be made again)."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    it = two_rank_iteration(root, "a/iteration_1")
+    os.symlink(os.path.join(work, "unmounted", "rank2_trace.json.gz"), os.path.join(it, "rank2_trace.json.gz"))
+    result = env.sweep(root, "--remove-originals", "--quiet")
+    checks.equal(result.returncode, 0, f"sweep: {e2e.describe(result)}")
+    checks.equal(len([n for n in os.listdir(it) if n.endswith("_trace.json.gz")]), 3, "rank names left")
+    for name, cell in originals(root).items():
+        checks.check("could not account for" in (cell or ""), f"{name}'s cell: {cell!r}")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("remove_originals")
@@ -288,6 +419,10 @@ def main():
         test_damaged_restore_data_is_kept_and_fails,
         test_no_restore_data_with_the_flag_is_a_usage_error,
         test_dry_run_removes_nothing,
+        test_copy_replaced_after_verification_is_kept,
+        test_rank_changed_before_the_merge_read_it_is_kept_not_unfaithful,
+        test_iteration_reached_through_a_directory_link_is_kept,
+        test_iteration_with_an_unaccounted_rank_is_kept,
     ])
 
 
