@@ -26,10 +26,11 @@ _tracelane() {
   local options
   case $command in
     compact) options="--help -h --output -o --overwrite --level --timings --rules --no-pp-flows --force --preview
-                      --no-restore-data" ;;
-    merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview --no-restore-data" ;;
+                      --no-restore-data --jobs -j --single-gzip-member" ;;
+    merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview --no-restore-data
+                    --jobs -j --single-gzip-member" ;;
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
-                    --report-dir --shard --level --no-restore-data --remove-originals" ;;
+                    --report-dir --shard --level --no-restore-data --remove-originals --single-gzip-member" ;;
     restore) options="--help -h --output -o --overwrite --level --rank" ;;
     report) options="--help -h --combine --report-dir --html --output -o --overwrite --quiet -q" ;;
     check) options="--help -h --list" ;;

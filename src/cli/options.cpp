@@ -40,7 +40,7 @@ const char* const kUsage =
 
 void add_shared_options(po::options_description& options, SharedOptions& shared) {
   options.add_options()("help,h", "show this help")(
-      "output,o", po::value(&shared.output), "output file (.gz: gzip-compressed, one member)")(
+      "output,o", po::value(&shared.output), "output file (.gz: gzip-compressed)")(
       "overwrite", po::bool_switch(&shared.overwrite), "replace an existing output")(
       "level", po::value(&shared.level)->default_value(kDefaultLevel),
       "gzip level, 0 (store) to 12 (smallest); libdeflate's scale")(

@@ -63,6 +63,8 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
       "rules", po::value(&shared.rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "no-restore-data", po::bool_switch(&shared.no_restore_data),
       "leave out what `tracelane restore` needs to write the originals back")(
+      "single-gzip-member", po::bool_switch(&shared.single_gzip_member),
+      "write .gz outputs as one gzip member (slower: no parallel compression), for readers that stop after the first")(
       "remove-originals", po::bool_switch(&options.remove_originals),
       "after the work, remove each rank file whose compacted copy, read back, restores it byte for byte")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
