@@ -4,7 +4,6 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "tracelane/restore.hpp"
 
 namespace tracelane::restore_codec {
 
@@ -12,8 +11,8 @@ namespace tracelane::restore_codec {
 // "stream 22" of a thread_name move together).
 enum TokenCode : uint8_t { kSameToken = 0, kShiftedToken = 1, kTextToken = 2, kShiftedAgain = 3 };
 
-static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-static uint64_t read64(const char* p) {
+uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+uint64_t read64(const char* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
   return v;  // little-endian machines only (x86-64, aarch64), as XXH64 defines it
@@ -258,45 +257,3 @@ bool decode_base64(std::string_view text, std::string& out) {
 }
 
 }  // namespace tracelane::restore_codec
-
-namespace tracelane {
-
-using namespace restore_codec;
-
-uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
-  constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P3 = 1609587929392839161ULL,
-                     P4 = 9650029242287828579ULL, P5 = 2870177450012600261ULL;
-  auto round = [&](uint64_t acc, uint64_t input) { return rotl(acc + input * P2, 31) * P1; };
-  auto merge = [&](uint64_t acc, uint64_t v) { return (acc ^ round(0, v)) * P1 + P4; };
-  const char* p = bytes.data();
-  const char* end = p + bytes.size();
-  uint64_t h;
-  if (bytes.size() >= 32) {
-    uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
-    for (; p + 32 <= end; p += 32) {
-      v1 = round(v1, read64(p));
-      v2 = round(v2, read64(p + 8));
-      v3 = round(v3, read64(p + 16));
-      v4 = round(v4, read64(p + 24));
-    }
-    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
-  } else {
-    h = seed + P5;
-  }
-  h += uint64_t(bytes.size());
-  for (; p + 8 <= end; p += 8) h = rotl(h ^ round(0, read64(p)), 27) * P1 + P4;
-  if (p + 4 <= end) {
-    h = rotl(h ^ (uint64_t(read32(p)) * P1), 23) * P2 + P3;
-    p += 4;
-  }
-  for (; p < end; ++p) h = rotl(h ^ (uint64_t(uint8_t(*p)) * P5), 11) * P1;
-  h ^= h >> 33;
-  h *= P2;
-  h ^= h >> 29;
-  h *= P3;
-  h ^= h >> 32;
-  return h;
-}
-
-}  // namespace tracelane

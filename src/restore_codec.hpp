@@ -13,6 +13,8 @@
 namespace tracelane::restore_codec {
 
 uint32_t read32(const char* p);  // little-endian
+uint64_t read64(const char* p);  // little-endian
+uint64_t rotl(uint64_t x, int r);
 void put_varint(std::string& out, uint64_t v);
 size_t varint_size(uint64_t v);
 uint64_t zigzag(int64_t v);

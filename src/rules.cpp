@@ -110,65 +110,84 @@ const Rules& Rules::defaults() {
   return rules;
 }
 
-Rules Rules::parse(std::string_view json, const std::string& source) {
-  auto fail = [&](const std::string& where, const std::string& problem) -> void {
-    throw Error(source + ": " + (where.empty() ? "" : where + ": ") + problem);
-  };
-  simdjson::dom::parser parser;
-  simdjson::dom::object root;
-  simdjson::padded_string text(json);
-  if (auto error = parser.parse(text).get(root)) fail("", std::string("not a JSON object: ") + simdjson::error_message(error));
-  Rules rules;
-  std::map<std::string, int> index;
+// Reads a rules file in the order its checks are reported: the regex count (before any is
+// compiled), unknown top-level keys, the listed groups, the classify rules, the groups only
+// rules name, then the PP patterns.
+class RulesReader {
+ public:
+  explicit RulesReader(const std::string& source) : source_(source) {}
+
+  Rules read(std::string_view json) {
+    simdjson::padded_string text(json);
+    if (auto error = parser_.parse(text).get(root_)) fail("", std::string("not a JSON object: ") + simdjson::error_message(error));
+    count_regexes();
+    for (auto field : root_)
+      if (field.key != "groups" && field.key != "classify" && field.key != "pp_annotations")
+        fail("", "unknown key \"" + std::string(field.key) + "\" (expected groups, classify, pp_annotations)");
+    read_groups();
+    read_classify();
+    name_rule_groups();
+    read_pp_annotations();
+    return std::move(rules_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& where, const std::string& problem) const {
+    throw Error(source_ + ": " + (where.empty() ? "" : where + ": ") + problem);
+  }
+
   // Every regex's memory share depends on how many the file has (kRegexMemoryTotal).
-  size_t regexes = 0;
-  auto count_regexes = [&](simdjson::dom::element element, const char* key) {
-    simdjson::dom::object object;
-    if (element.get_object().get(object) == simdjson::SUCCESS && object[key].error() == simdjson::SUCCESS) ++regexes;
-  };
-  {
+  void count_regexes() {
+    auto count = [&](simdjson::dom::element element, const char* key) {
+      simdjson::dom::object object;
+      if (element.get_object().get(object) == simdjson::SUCCESS && object[key].error() == simdjson::SUCCESS) ++regexes_;
+    };
     simdjson::dom::array list;
-    if (root["classify"].get_array().get(list) == simdjson::SUCCESS)
-      for (auto element : list) count_regexes(element, "name_regex");
-    if (root["pp_annotations"]["patterns"].get_array().get(list) == simdjson::SUCCESS)
-      for (auto element : list) count_regexes(element, "regex");
-    if (regexes > kMaxRegexes)
-      fail("", std::to_string(regexes) + " regexes (name_regex and pp_annotations patterns); at most " +
+    if (root_["classify"].get_array().get(list) == simdjson::SUCCESS)
+      for (auto element : list) count(element, "name_regex");
+    if (root_["pp_annotations"]["patterns"].get_array().get(list) == simdjson::SUCCESS)
+      for (auto element : list) count(element, "regex");
+    if (regexes_ > kMaxRegexes)
+      fail("", std::to_string(regexes_) + " regexes (name_regex and pp_annotations patterns); at most " +
                    std::to_string(kMaxRegexes) + " are allowed");
   }
-  auto group_of = [&](const std::string& id) {
-    auto it = index.find(id);
-    if (it != index.end()) return it->second;
-    int k = int(rules.groups_.size());
-    rules.groups_.push_back({id, title_case(id)});
-    index[id] = k;
+
+  int group_of(const std::string& id) {
+    auto it = index_.find(id);
+    if (it != index_.end()) return it->second;
+    int k = int(rules_.groups_.size());
+    rules_.groups_.push_back({id, title_case(id)});
+    index_[id] = k;
     return k;
-  };
-  for (auto field : root) {
-    if (field.key != "groups" && field.key != "classify" && field.key != "pp_annotations")
-      fail("", "unknown key \"" + std::string(field.key) + "\" (expected groups, classify, pp_annotations)");
   }
+
   // Listed groups first, in order.
-  simdjson::dom::array groups;
-  if (root["groups"].get_array().get(groups) == simdjson::SUCCESS) {
-    size_t k = 0;
-    for (auto group : groups) {
-      std::string where = "group #" + std::to_string(++k);
-      std::string_view id, label;
-      if (group["id"].get_string().get(id) || id.empty()) fail(where, "needs a non-empty string \"id\"");
-      if (index.count(std::string(id))) fail(where, "group \"" + std::string(id) + "\" is listed twice");
-      int g = group_of(std::string(id));
-      if (group["label"].get_string().get(label) == simdjson::SUCCESS) rules.groups_[g].label = std::string(label);
+  void read_groups() {
+    simdjson::dom::array groups;
+    if (root_["groups"].get_array().get(groups) == simdjson::SUCCESS) {
+      size_t k = 0;
+      for (auto group : groups) {
+        std::string where = "group #" + std::to_string(++k);
+        std::string_view id, label;
+        if (group["id"].get_string().get(id) || id.empty()) fail(where, "needs a non-empty string \"id\"");
+        if (index_.count(std::string(id))) fail(where, "group \"" + std::string(id) + "\" is listed twice");
+        int g = group_of(std::string(id));
+        if (group["label"].get_string().get(label) == simdjson::SUCCESS) rules_.groups_[g].label = std::string(label);
+      }
+    } else if (root_["groups"].error() != simdjson::NO_SUCH_FIELD) {
+      fail("groups", "must be a list of {\"id\", \"label\"}");
     }
-  } else if (root["groups"].error() != simdjson::NO_SUCH_FIELD) {
-    fail("groups", "must be a list of {\"id\", \"label\"}");
   }
-  simdjson::dom::array classify;
-  if (root["classify"].get_array().get(classify)) fail("classify", "a list of rules is required");
-  std::vector<std::string> rule_groups;  // group id of each rule, resolved once all are known
-  for (auto element : classify) {
+
+  void read_classify() {
+    simdjson::dom::array classify;
+    if (root_["classify"].get_array().get(classify)) fail("classify", "a list of rules is required");
+    for (auto element : classify) read_classify_rule(element);
+  }
+
+  void read_classify_rule(simdjson::dom::element element) {
     ClassifyRule rule;
-    rule.where = "classify rule #" + std::to_string(rules.rules_.size() + 1);
+    rule.where = "classify rule #" + std::to_string(rules_.rules_.size() + 1);
     simdjson::dom::object object;
     if (element.get_object().get(object)) fail(rule.where, "must be an object");
     std::string_view group;
@@ -193,79 +212,94 @@ Rules Rules::parse(std::string_view json, const std::string& source) {
         if (field.value.get_string().get(s)) fail(rule.where, "\"name_regex\" must be a string");
         rule.name_regex_text = std::string(s);
         std::string problem;
-        rule.name_regex = compile_regex(rule.name_regex_text, /*case_sensitive=*/false, regexes, problem);
+        rule.name_regex = compile_regex(rule.name_regex_text, /*case_sensitive=*/false, regexes_, problem);
         if (!rule.name_regex) fail(rule.where, "invalid name_regex \"" + rule.name_regex_text + "\": " + problem);
       } else {
         fail(rule.where, "unknown key \"" + std::string(key) + "\" (expected cat, name_contains, name_regex, group)");
       }
     }
-    rule_groups.emplace_back(group);
-    rules.rules_.push_back(std::move(rule));
+    rule_groups_.emplace_back(group);
+    rules_.rules_.push_back(std::move(rule));
   }
-  // Groups only rules name come after the listed ones, sorted by id (SPEC 3).
-  std::vector<std::string> extra;
-  for (const auto& id : rule_groups)
-    if (!index.count(id) && std::find(extra.begin(), extra.end(), id) == extra.end()) extra.push_back(id);
-  std::sort(extra.begin(), extra.end());
-  for (const auto& id : extra) group_of(id);
-  for (size_t r = 0; r < rules.rules_.size(); ++r) rules.rules_[r].group = index[rule_groups[r]];
-  // A slice no rule matches is compute, as in SPEC 3.
-  rules.fallback_group_ = group_of("compute");
 
-  simdjson::dom::object pp;
-  if (root["pp_annotations"].get_object().get(pp) == simdjson::SUCCESS) {
+  // Groups only rules name come after the listed ones, sorted by id (SPEC 3); a slice no
+  // rule matches is compute.
+  void name_rule_groups() {
+    std::vector<std::string> extra;
+    for (const auto& id : rule_groups_)
+      if (!index_.count(id) && std::find(extra.begin(), extra.end(), id) == extra.end()) extra.push_back(id);
+    std::sort(extra.begin(), extra.end());
+    for (const auto& id : extra) group_of(id);
+    for (size_t r = 0; r < rules_.rules_.size(); ++r) rules_.rules_[r].group = index_[rule_groups_[r]];
+    rules_.fallback_group_ = group_of("compute");
+  }
+
+  void read_pp_annotations() {
+    simdjson::dom::object pp;
+    if (root_["pp_annotations"].get_object().get(pp) != simdjson::SUCCESS) {
+      if (root_["pp_annotations"].error() != simdjson::NO_SUCH_FIELD) fail("pp_annotations", "must be an object");
+      return;
+    }
     for (auto field : pp)
       if (field.key != "prefix" && field.key != "patterns")
         fail("pp_annotations", "unknown key \"" + std::string(field.key) + "\" (expected prefix, patterns)");
     std::string_view prefix;
     if (pp["prefix"].get_string().get(prefix) == simdjson::SUCCESS)
-      rules.pp_prefix_ = std::string(prefix);
+      rules_.pp_prefix_ = std::string(prefix);
     else if (pp["prefix"].error() != simdjson::NO_SUCH_FIELD)
       fail("pp_annotations", "\"prefix\" must be a string");
     simdjson::dom::array patterns;
     if (pp["patterns"].get_array().get(patterns) == simdjson::SUCCESS) {
       size_t p = 0;
-      for (auto element : patterns) {
-        std::string where = "pp_annotations pattern #" + std::to_string(++p);
-        PpPattern pattern;
-        simdjson::dom::object object;
-        if (element.get_object().get(object)) fail(where, "must be an object");
-        for (auto field : object)
-          if (field.key != "regex" && field.key != "stage" && field.key != "op" && field.key != "microbatch")
-            fail(where, "unknown key \"" + std::string(field.key) + "\" (expected regex, stage, op, microbatch)");
-        std::string_view regex;
-        if (object["regex"].get_string().get(regex)) fail(where, "needs a string \"regex\"");
-        pattern.regex_text = std::string(regex);
-        std::string problem;
-        pattern.regex = compile_regex(pattern.regex_text, /*case_sensitive=*/true, regexes, problem);
-        if (!pattern.regex) fail(where, "invalid regex \"" + pattern.regex_text + "\": " + problem);
-        // A capture group number is checked as the file wrote it (not after a cast to int,
-        // which would turn 2^32 + 1 into group 1).
-        const int64_t groups_in_regex = pattern.regex->NumberOfCapturingGroups();
-        for (auto [key, group] : {std::pair{"stage", &pattern.stage}, std::pair{"op", &pattern.op},
-                                  std::pair{"microbatch", &pattern.microbatch}}) {
-          auto field = object[key];
-          if (field.error() == simdjson::NO_SUCH_FIELD) continue;
-          int64_t value;
-          if (field.get_int64().get(value)) fail(where, "\"" + std::string(key) + "\" must be a capture group number");
-          if (value < 0 || value > groups_in_regex)
-            fail(where, "capture group " + std::to_string(value) + " does not exist in \"" + pattern.regex_text + "\"");
-          *group = int(value);
-        }
-        for (int g : {pattern.stage, pattern.op, pattern.microbatch})  // the defaults (1, 2, 3) too
-          if (g > groups_in_regex)
-            fail(where, "capture group " + std::to_string(g) + " does not exist in \"" + pattern.regex_text + "\"");
-        if (pattern.stage == 0 || pattern.op == 0) fail(where, "stage and op need capture groups");
-        rules.pp_patterns_.push_back(std::move(pattern));
-      }
+      for (auto element : patterns) read_pp_pattern(element, "pp_annotations pattern #" + std::to_string(++p));
     } else if (pp["patterns"].error() != simdjson::NO_SUCH_FIELD) {
       fail("pp_annotations", "\"patterns\" must be a list of {\"regex\", \"stage\", \"op\", \"microbatch\"}");
     }
-  } else if (root["pp_annotations"].error() != simdjson::NO_SUCH_FIELD) {
-    fail("pp_annotations", "must be an object");
   }
-  return rules;
-}
+
+  void read_pp_pattern(simdjson::dom::element element, const std::string& where) {
+    PpPattern pattern;
+    simdjson::dom::object object;
+    if (element.get_object().get(object)) fail(where, "must be an object");
+    for (auto field : object)
+      if (field.key != "regex" && field.key != "stage" && field.key != "op" && field.key != "microbatch")
+        fail(where, "unknown key \"" + std::string(field.key) + "\" (expected regex, stage, op, microbatch)");
+    std::string_view regex;
+    if (object["regex"].get_string().get(regex)) fail(where, "needs a string \"regex\"");
+    pattern.regex_text = std::string(regex);
+    std::string problem;
+    pattern.regex = compile_regex(pattern.regex_text, /*case_sensitive=*/true, regexes_, problem);
+    if (!pattern.regex) fail(where, "invalid regex \"" + pattern.regex_text + "\": " + problem);
+    // A capture group number is checked as the file wrote it (not after a cast to int,
+    // which would turn 2^32 + 1 into group 1).
+    const int64_t groups_in_regex = pattern.regex->NumberOfCapturingGroups();
+    for (auto [key, group] : {std::pair{"stage", &pattern.stage}, std::pair{"op", &pattern.op},
+                              std::pair{"microbatch", &pattern.microbatch}}) {
+      auto field = object[key];
+      if (field.error() == simdjson::NO_SUCH_FIELD) continue;
+      int64_t value;
+      if (field.get_int64().get(value)) fail(where, "\"" + std::string(key) + "\" must be a capture group number");
+      if (value < 0 || value > groups_in_regex)
+        fail(where, "capture group " + std::to_string(value) + " does not exist in \"" + pattern.regex_text + "\"");
+      *group = int(value);
+    }
+    for (int g : {pattern.stage, pattern.op, pattern.microbatch})  // the defaults (1, 2, 3) too
+      if (g > groups_in_regex)
+        fail(where, "capture group " + std::to_string(g) + " does not exist in \"" + pattern.regex_text + "\"");
+    if (pattern.stage == 0 || pattern.op == 0) fail(where, "stage and op need capture groups");
+    rules_.pp_patterns_.push_back(std::move(pattern));
+  }
+
+  const std::string& source_;
+  simdjson::dom::parser parser_;
+  simdjson::dom::object root_;
+  Rules rules_;
+  std::map<std::string, int> index_;        // group id -> its index
+  std::vector<std::string> rule_groups_;     // group id of each rule, resolved once all are known
+  size_t regexes_ = 0;
+};
+
+Rules Rules::parse(std::string_view json, const std::string& source) { return RulesReader(source).read(json); }
 
 int Rules::group_index(std::string_view id) const {
   for (size_t i = 0; i < groups_.size(); ++i)

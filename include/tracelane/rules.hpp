@@ -76,6 +76,7 @@ class Rules {
   std::vector<PpAction> pp_actions(std::string_view name) const;
 
  private:
+  friend class RulesReader;  // parse(), in rules.cpp
   std::vector<GroupInfo> groups_;
   std::vector<ClassifyRule> rules_;
   int fallback_group_ = 0;

@@ -1,5 +1,5 @@
 // What the report's own files share (report_columns.cpp, report_write.cpp,
-// report_read.cpp, report_combine.cpp, report.cpp): how a cell is written, and the
+// report_read.cpp, report_combine.cpp, report_command.cpp): how a cell is written, and the
 // totals computed from the rows. Not for other commands: report.hpp is the report's face.
 #pragma once
 

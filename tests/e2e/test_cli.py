@@ -401,7 +401,8 @@ def test_timings(cli, work):
         top = [p for p in timing_phases(result.stderr) if not p.startswith(" ")]
         checks.equal(top, ["read", "parse", "compact", "figures", "serialise", "compress", "write"],
                      "compact --timings: top-level phases")
-    result = cli.run("merge", d, "-o", os.path.join(d, "merged.json.gz"), "--timings")
+    # One thread: the ranks one after another, each timed (with more, one phase for all).
+    result = cli.run("merge", d, "-o", os.path.join(d, "merged.json.gz"), "--timings", "--jobs", "1")
     if cli.ok(result, "merge --timings"):
         json.loads(result.stdout)
         phases = timing_phases(result.stderr)
