@@ -229,45 +229,42 @@ void gzip_compress_members(std::string_view bytes, int level, size_t member_byte
   };
   tbb::enumerable_thread_specific<Worker> workers(
       [level] { return Worker{std::unique_ptr<libdeflate_compressor, CompressorDeleter>(libdeflate_alloc_compressor(level))}; });
-  struct Member {
-    std::string_view input;
-    std::string output;
-  };
+  // Items are member numbers, the compressed bytes live in `outputs` until written: an
+  // exception cancels the pipeline without leaving an owning object in its buffers.
+  std::vector<std::string> outputs(members);
   size_t next = 0;
   const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
   tbb::parallel_pipeline(
       tokens,
-      tbb::make_filter<void, std::shared_ptr<Member>>(
-          tbb::filter_mode::serial_in_order,
-          [&](tbb::flow_control& control) -> std::shared_ptr<Member> {
-            if (next == members) {
-              control.stop();
-              return nullptr;
-            }
-            auto member = std::make_shared<Member>();
-            member->input = bytes.substr(next * member_bytes, member_bytes);
-            ++next;
-            return member;
-          }) &
-          tbb::make_filter<std::shared_ptr<Member>, std::shared_ptr<Member>>(
+      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                     [&](tbb::flow_control& control) -> size_t {
+                                       if (next == members) {
+                                         control.stop();
+                                         return 0;
+                                       }
+                                       return next++;
+                                     }) &
+          tbb::make_filter<size_t, size_t>(
               tbb::filter_mode::parallel,
-              [&](std::shared_ptr<Member> member) {
+              [&](size_t k) {
+                std::string_view input = bytes.substr(k * member_bytes, member_bytes);
                 Worker& worker = workers.local();
                 libdeflate_compressor* c = worker.compressor.get();
                 if (!c) throw std::bad_alloc();
-                size_t bound = libdeflate_gzip_compress_bound(c, member->input.size());
+                size_t bound = libdeflate_gzip_compress_bound(c, input.size());
                 if (worker.scratch_size < bound) {
                   worker.scratch.reset(new char[bound]);  // not zero-filled: only what is written is touched
                   worker.scratch_size = bound;
                 }
-                size_t n = libdeflate_gzip_compress(c, member->input.data(), member->input.size(),
-                                                    worker.scratch.get(), bound);
+                size_t n = libdeflate_gzip_compress(c, input.data(), input.size(), worker.scratch.get(), bound);
                 if (n == 0) throw Error("gzip compression failed");
-                member->output.assign(worker.scratch.get(), n);
-                return member;
+                outputs[k].assign(worker.scratch.get(), n);
+                return k;
               }) &
-          tbb::make_filter<std::shared_ptr<Member>, void>(
-              tbb::filter_mode::serial_in_order, [&](std::shared_ptr<Member> member) { sink(member->output); }));
+          tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
+            std::string member = std::move(outputs[k]);
+            sink(member);
+          }));
 }
 
 std::string gzip_compress_members(std::string_view bytes, int level, size_t member_bytes) {
