@@ -56,7 +56,10 @@ void Timings::Scope::close() {
 std::string Timings::text() const {
   std::string out;
   for (const Phase& phase : phases_) {
-    if (phase.open) continue;  // a phase a failure left: its time is not known
+    // Still running (an enclosing phase when text() is called): its time is not known yet.
+    // A phase an exception left is closed by its Scope on unwinding and printed with its
+    // time so far.
+    if (phase.open) continue;
     char line[256];
     std::string name = std::string(size_t(2 * phase.depth), ' ') + phase.name;
     std::snprintf(line, sizeof line, "timing: %-30s %8.3f s wall %8.3f s cpu   peak RSS %8.1f MB\n", name.c_str(),
