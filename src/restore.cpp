@@ -96,11 +96,11 @@ const Id& id_of(const Event& event, int field) {
 // copy of an original shortly before it), and the text between them.
 class RecordEncoder {
  public:
-  // `text`: the output without restore data.
-  RecordEncoder(std::string_view text, WrittenEvents written, const RestoreSource& source)
-      : text_(text), written_(written), source_(source), document_(source.trace->document) {}
+  explicit RecordEncoder(const RestoreSource& source) : source_(source), document_(source.trace->document) {}
 
-  std::string encode(uint64_t covered, size_t output_events) {
+  // The walk over the source's events: reads only its trace, so it may run while the
+  // output's events are being written.
+  void walk() {
     const Trace& trace = *source_.trace;
     if (document_.empty() && !trace.events.empty())
       throw Error(trace.source + ": internal: no original document to make restore data from");
@@ -114,8 +114,10 @@ class RecordEncoder {
       else add_written(event, here);
       recent_[(originals_ - 1) % kRemovedWindow] = event.raw;
     }
-    return pack(columns(covered, output_events));
   }
+
+  // The record, once the output's text around its events is known.
+  std::string encode(const OutputFrame& frame) { return pack(columns(frame)); }
 
  private:
   // Where an original lies in its document, and the text between it and the one before.
@@ -233,9 +235,10 @@ class RecordEncoder {
   }
 
   // The record before DEFLATE: header, head and tail diffs, then the columns.
-  std::string columns(uint64_t covered, size_t output_events) const {
-    std::string_view output_head = written_.begin == SIZE_MAX ? text_ : text_.substr(0, written_.begin);
-    std::string_view output_tail = written_.begin == SIZE_MAX ? std::string_view() : text_.substr(written_.end);
+  std::string columns(const OutputFrame& frame) const {
+    std::string_view output_head = frame.head, output_tail = frame.tail;
+    uint64_t covered = frame.covered;
+    size_t output_events = frame.events;
     std::string_view head = originals_ ? document_.substr(0, first_begin_) : document_;
     std::string_view tail = originals_ ? document_.substr(previous_end_) : std::string_view();
     std::string raw;
@@ -258,9 +261,9 @@ class RecordEncoder {
     raw += masks_;
     put_text(raw, values_);  // read beside the removed texts, which follow
     raw += dropped_;
-    if (document_.size() > plausible_original_bytes(text_.size(), raw.size()))
+    if (document_.size() > plausible_original_bytes(frame.size, raw.size()))
       throw Error(source_.trace->source + ": the original is " + std::to_string(document_.size()) +
-                  " bytes for an output of " + std::to_string(text_.size()) +
+                  " bytes for an output of " + std::to_string(frame.size) +
                   ", more than restore accepts (only whitespace between events can do that); compact it with "
                   "--no-restore-data");
     return raw;
@@ -283,9 +286,7 @@ class RecordEncoder {
     return record;
   }
 
-  std::string_view text_;
-  WrittenEvents written_;
-  const RestoreSource& source_;
+  RestoreSource source_;
   std::string_view document_;
   // The columns, in the order the record holds them.
   std::string gap_exceptions_, placement_, masks_, values_, dropped_;
@@ -351,7 +352,7 @@ bool find_restore_key(std::string_view text, std::string_view source, RestoreKey
 // Where the restore member goes: at the end of the top-level object
 // "cuda_graph_stream_compaction" (compaction's own record, which every output has and
 // which semdiff and viewers ignore). Returns the position of that object's closing brace.
-size_t restore_member_position(std::string_view text) {
+size_t member_position(std::string_view text) {
   static const std::string key = "\"cuda_graph_stream_compaction\": {";
   size_t at = text.rfind(key);
   if (at == std::string_view::npos)
@@ -437,29 +438,55 @@ std::string record_where(std::string_view source, size_t k, size_t count) {
 }  // namespace
 
 
-uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
-  constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P3 = 1609587929392839161ULL,
-                     P4 = 9650029242287828579ULL, P5 = 2870177450012600261ULL;
-  auto round = [&](uint64_t acc, uint64_t input) { return rotl(acc + input * P2, 31) * P1; };
-  auto merge = [&](uint64_t acc, uint64_t v) { return (acc ^ round(0, v)) * P1 + P4; };
+size_t restore_member_position(std::string_view text) { return member_position(text); }
+
+namespace {
+
+constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P3 = 1609587929392839161ULL,
+                   P4 = 9650029242287828579ULL, P5 = 2870177450012600261ULL;
+uint64_t xxh_round(uint64_t acc, uint64_t input) { return rotl(acc + input * P2, 31) * P1; }
+uint64_t xxh_merge(uint64_t acc, uint64_t v) { return (acc ^ xxh_round(0, v)) * P1 + P4; }
+
+}  // namespace
+
+Xxhash64::Xxhash64(uint64_t seed) : v_{seed + P1 + P2, seed + P2, seed, seed - P1}, seed_(seed) {}
+
+void Xxhash64::update(std::string_view bytes) {
   const char* p = bytes.data();
   const char* end = p + bytes.size();
-  uint64_t h;
-  if (bytes.size() >= 32) {
-    uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
-    for (; p + 32 <= end; p += 32) {
-      v1 = round(v1, read64(p));
-      v2 = round(v2, read64(p + 8));
-      v3 = round(v3, read64(p + 16));
-      v4 = round(v4, read64(p + 24));
-    }
-    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
-  } else {
-    h = seed + P5;
+  total_ += bytes.size();
+  auto stripe = [&](const char* s) {
+    v_[0] = xxh_round(v_[0], read64(s));
+    v_[1] = xxh_round(v_[1], read64(s + 8));
+    v_[2] = xxh_round(v_[2], read64(s + 16));
+    v_[3] = xxh_round(v_[3], read64(s + 24));
+  };
+  if (buffered_ > 0) {
+    size_t take = std::min(size_t(end - p), 32 - buffered_);
+    std::memcpy(buffer_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    if (buffered_ < 32) return;
+    stripe(buffer_);
+    buffered_ = 0;
   }
-  h += uint64_t(bytes.size());
-  for (; p + 8 <= end; p += 8) h = rotl(h ^ round(0, read64(p)), 27) * P1 + P4;
+  for (; p + 32 <= end; p += 32) stripe(p);
+  std::memcpy(buffer_, p, size_t(end - p));
+  buffered_ = size_t(end - p);
+}
+
+uint64_t Xxhash64::digest() const {
+  uint64_t h;
+  if (total_ >= 32) {
+    h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
+    h = xxh_merge(xxh_merge(xxh_merge(xxh_merge(h, v_[0]), v_[1]), v_[2]), v_[3]);
+  } else {
+    h = seed_ + P5;
+  }
+  h += total_;
+  const char* p = buffer_;
+  const char* end = buffer_ + buffered_;
+  for (; p + 8 <= end; p += 8) h = rotl(h ^ xxh_round(0, read64(p)), 27) * P1 + P4;
   if (p + 4 <= end) {
     h = rotl(h ^ (uint64_t(read32(p)) * P1), 23) * P2 + P3;
     p += 4;
@@ -473,20 +500,51 @@ uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
   return h;
 }
 
-void append_restore_data(std::string& text, WrittenEvents events, const std::vector<RestoreSource>& sources) {
-  size_t at = restore_member_position(text);
-  // The records describe the output as it is without them, so removing the member gives
-  // back exactly what --no-restore-data writes, and that is what restore checks against.
-  uint64_t covered = xxhash64(text);
+uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
+  Xxhash64 hash(seed);
+  hash.update(bytes);
+  return hash.digest();
+}
+
+struct RestoreData::Encoders {
+  std::vector<std::unique_ptr<RecordEncoder>> list;
+};
+
+RestoreData::RestoreData(const std::vector<RestoreSource>& sources) : encoders_(std::make_unique<Encoders>()) {
+  for (const RestoreSource& source : sources) encoders_->list.push_back(std::make_unique<RecordEncoder>(source));
+}
+
+RestoreData::~RestoreData() = default;
+
+size_t RestoreData::sources() const { return encoders_->list.size(); }
+
+void RestoreData::walk(size_t k) { encoders_->list.at(k)->walk(); }
+
+std::string RestoreData::member(const OutputFrame& frame) {
   std::string member(key_pattern());
-  for (size_t k = 0; k < sources.size(); ++k) {
+  for (size_t k = 0; k < encoders_->list.size(); ++k) {
     if (k) member += ", ";
     member.push_back('"');
-    append_base64(member, RecordEncoder(text, events, sources[k]).encode(covered, events.count));
+    append_base64(member, encoders_->list[k]->encode(frame));
     member.push_back('"');
   }
   member += "]";
-  text.insert(at, member);
+  return member;
+}
+
+void append_restore_data(std::string& text, WrittenEvents events, const std::vector<RestoreSource>& sources) {
+  size_t at = restore_member_position(text);
+  RestoreData data(sources);
+  for (size_t k = 0; k < sources.size(); ++k) data.walk(k);
+  // The records describe the output as it is without them, so removing the member gives
+  // back exactly what --no-restore-data writes, and that is what restore checks against.
+  OutputFrame frame;
+  frame.head = events.begin == SIZE_MAX ? std::string_view(text) : std::string_view(text).substr(0, events.begin);
+  frame.tail = events.begin == SIZE_MAX ? std::string_view() : std::string_view(text).substr(events.end);
+  frame.size = text.size();
+  frame.covered = xxhash64(text);
+  frame.events = events.count;
+  text.insert(at, data.member(frame));
 }
 
 std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, std::string_view source) {

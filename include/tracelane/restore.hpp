@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,39 @@ struct WrittenEvents {
   size_t count = 0;  // events written
 };
 
+// The output's text outside its restore data, as the records describe it: `head` up to the
+// first written event (the whole text when none was), `tail` after the last one, the
+// whole text's `size` and XXH64, and the number of events written.
+struct OutputFrame {
+  std::string_view head, tail;
+  uint64_t size = 0;
+  uint64_t covered = 0;
+  size_t events = 0;
+};
+
+// The restore data of an output written piece by piece: walk(k) reads only source k's
+// trace (so the walks may run, one per thread, while the events are written); member()
+// then makes the text that goes at restore_member_position() of the output, once the
+// text around the events and its hash are known.
+class RestoreData {
+ public:
+  explicit RestoreData(const std::vector<RestoreSource>& sources);
+  ~RestoreData();
+  RestoreData(const RestoreData&) = delete;
+  RestoreData& operator=(const RestoreData&) = delete;
+  size_t sources() const;
+  void walk(size_t k);
+  std::string member(const OutputFrame& frame);
+
+ private:
+  struct Encoders;
+  std::unique_ptr<Encoders> encoders_;
+};
+
+// Where the restore member goes in an output's text (without it): the closing brace of
+// the last "cuda_graph_stream_compaction" object. Throws Error when there is none.
+size_t restore_member_position(std::string_view text);
+
 // Adds the restore data to a written output. Throws Error naming the source when a
 // trace's events do not tile its document (which would mean the parser and this encoder
 // disagree).
@@ -54,5 +88,19 @@ std::string restore_original(std::string compacted, const std::string& source, s
 
 // Checksums kept in a record: CRC-32 (libdeflate) and XXH64, implemented here.
 uint64_t xxhash64(std::string_view bytes, uint64_t seed = 0);
+// The same hash over bytes given piece by piece: update() with each piece in order, then
+// digest() equals xxhash64 of their concatenation.
+class Xxhash64 {
+ public:
+  explicit Xxhash64(uint64_t seed = 0);
+  void update(std::string_view bytes);
+  uint64_t digest() const;
+
+ private:
+  uint64_t v_[4];
+  uint64_t seed_, total_ = 0;
+  char buffer_[32];
+  size_t buffered_ = 0;
+};
 
 }  // namespace tracelane
