@@ -521,34 +521,19 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   return result;
 }
 
-std::string write_compacted(const CompactedTrace& compacted) {
-  const Trace& trace = compacted.trace;
-  std::string out;
-  size_t bound = top_level_size_bound(trace);
-  for (const Event& event : trace.events) bound += written_size_bound(event);
-  // Restore data is a small fraction of the text (bench/README.md): room for it too.
-  if (compacted.restore_data) bound += bound / 16 + 4096;
-  out.reserve(bound);  // pages not written cost no memory
-  WrittenEvents written;
-  write_trace_object(out, trace, {}, [&](std::string& o) {
-    bool first = true;
-    for (const Event& event : trace.events) {
-      if (event.dropped) continue;
-      if (!first) o += ",\n";
-      first = false;
-      o += "  ";
-      if (written.begin == SIZE_MAX) written.begin = o.size();
-      append_event(o, event);
-      written.end = o.size();
-      ++written.count;
-    }
-  });
-  if (compacted.restore_data) {
+TraceText compacted_text(const CompactedTrace& compacted) {
+  TraceText text;
+  text.top = &compacted.trace;
+  text.runs.push_back({&compacted.trace.events, {}});
+  text.restore_data = compacted.restore_data;
+  if (text.restore_data) {
     RestoreSource source;
-    source.trace = &trace;
-    append_restore_data(out, written, {source});
+    source.trace = &compacted.trace;
+    text.sources.push_back(source);
   }
-  return out;
+  return text;
 }
+
+std::string write_compacted(const CompactedTrace& compacted) { return trace_text(compacted_text(compacted)); }
 
 }  // namespace tracelane

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "tracelane/trace.hpp"
 
@@ -209,6 +210,30 @@ std::string gzip_compress(std::string_view bytes, int level) {
   return std::string(buffer.get(), n);
 }
 
+MemberCompressor::MemberCompressor(int level) : compressor_(libdeflate_alloc_compressor(level)) {
+  if (!compressor_) throw Error("invalid compression level " + std::to_string(level));
+}
+
+MemberCompressor::~MemberCompressor() {
+  if (compressor_) libdeflate_free_compressor(compressor_);
+}
+
+MemberCompressor::MemberCompressor(MemberCompressor&& other) noexcept
+    : compressor_(std::exchange(other.compressor_, nullptr)),
+      scratch_(std::move(other.scratch_)),
+      scratch_size_(std::exchange(other.scratch_size_, 0)) {}
+
+std::string MemberCompressor::compress(std::string_view bytes) {
+  size_t bound = libdeflate_gzip_compress_bound(compressor_, bytes.size());
+  if (scratch_size_ < bound) {
+    scratch_.reset(new char[bound]);  // not zero-filled: only what is written is touched
+    scratch_size_ = bound;
+  }
+  size_t n = libdeflate_gzip_compress(compressor_, bytes.data(), bytes.size(), scratch_.get(), bound);
+  if (n == 0) throw Error("gzip compression failed");
+  return std::string(scratch_.get(), n);
+}
+
 void gzip_compress_members(std::string_view bytes, int level, size_t member_bytes,
                            const std::function<void(std::string_view member)>& sink) {
   if (member_bytes == 0) throw Error("internal: gzip members of 0 bytes");
@@ -219,16 +244,8 @@ void gzip_compress_members(std::string_view bytes, int level, size_t member_byte
     sink(gzip_compress(bytes, level));
     return;
   }
-  // One compressor per thread (their state is a few hundred KB at the higher levels), and
-  // one scratch buffer of the bound: a member in flight then holds only its compressed
-  // bytes, not a zero-filled bound's worth (2 x threads members are in flight).
-  struct Worker {
-    std::unique_ptr<libdeflate_compressor, CompressorDeleter> compressor;
-    std::unique_ptr<char[]> scratch;
-    size_t scratch_size = 0;
-  };
-  tbb::enumerable_thread_specific<Worker> workers(
-      [level] { return Worker{std::unique_ptr<libdeflate_compressor, CompressorDeleter>(libdeflate_alloc_compressor(level))}; });
+  // One compressor per thread (their state is a few hundred KB at the higher levels).
+  tbb::enumerable_thread_specific<MemberCompressor> workers([level] { return MemberCompressor(level); });
   // Items are member numbers, the compressed bytes live in `outputs` until written: an
   // exception cancels the pipeline without leaving an owning object in its buffers.
   std::vector<std::string> outputs(members);
@@ -247,18 +264,7 @@ void gzip_compress_members(std::string_view bytes, int level, size_t member_byte
           tbb::make_filter<size_t, size_t>(
               tbb::filter_mode::parallel,
               [&](size_t k) {
-                std::string_view input = bytes.substr(k * member_bytes, member_bytes);
-                Worker& worker = workers.local();
-                libdeflate_compressor* c = worker.compressor.get();
-                if (!c) throw std::bad_alloc();
-                size_t bound = libdeflate_gzip_compress_bound(c, input.size());
-                if (worker.scratch_size < bound) {
-                  worker.scratch.reset(new char[bound]);  // not zero-filled: only what is written is touched
-                  worker.scratch_size = bound;
-                }
-                size_t n = libdeflate_gzip_compress(c, input.data(), input.size(), worker.scratch.get(), bound);
-                if (n == 0) throw Error("gzip compression failed");
-                outputs[k].assign(worker.scratch.get(), n);
+                outputs[k] = workers.local().compress(bytes.substr(k * member_bytes, member_bytes));
                 return k;
               }) &
           tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {

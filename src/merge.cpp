@@ -5,9 +5,9 @@
 //   read_ranks -> align_clocks -> order_pp_ranks -> renumber_ranks -> measure_figures ->
 //   add_pp_flows -> set_merged_top_level -> serialise
 // Every step has one shape, `void step(Merge& m)`, and opens with a scoped timer of its
-// own name. Renumbering and serialisation go rank by rank (renumber_rank, write_rank): a
-// rank's work touches only its own trace, but the pid and flow id counters run on from one
-// rank to the next in PP order.
+// own name. Renumbering goes rank by rank (renumber_rank): a rank's work touches only its
+// own trace, but the pid and flow id counters run on from one rank to the next in PP
+// order. Serialisation goes in blocks of events, concurrently (trace_output.hpp).
 #include "tracelane/merge.hpp"
 
 #include <algorithm>
@@ -334,67 +334,35 @@ void set_merged_top_level(Merge& m) {
   set_top_level(top, "cuda_graph_pp_merge", merge_summary(m.summary).dump(-1));
 }
 
-// traceEvents as written: one event a line, and where they sit for the restore data.
-struct EventList {
-  std::string& out;
-  WrittenEvents& written;
-  bool first = true;
-
-  void put(const Event& event, std::string_view prefix) {
-    if (event.dropped) return;
-    if (!first) out += ",\n";
-    first = false;
-    out += "  ";
-    if (written.begin == SIZE_MAX) written.begin = out.size();
-    append_event(out, event, prefix);
-    written.end = out.size();
-    ++written.count;
-  }
-};
-
-// One rank's events, its new process metadata after them.
-void write_rank(EventList& list, const MergeRank& rank) {
-  for (const Event& event : rank.trace().events) list.put(event, rank.prefix);
-  for (const Event& event : rank.new_metadata) list.put(event, {});
-}
-
-// What the merged text will take at most: reserved at once (pages not written cost no
-// memory), so that the text is never copied as it grows.
-size_t merged_size_bound(const Merge& m, bool restore_data) {
-  size_t bound = top_level_size_bound(m.stacked[0]->trace());
-  for (const MergeRank* rank : m.stacked) {
-    for (const Event& e : rank->trace().events) bound += written_size_bound(e, rank->prefix.size());
-    for (const Event& e : rank->new_metadata) bound += written_size_bound(e);
-  }
-  for (const Event& e : m.flows.events) bound += written_size_bound(e);
-  if (restore_data) bound += bound / 16 + 4096;  // room for it (bench/README.md)
-  return bound;
-}
-
-// The merged file: the ranks in PP order, then the PP arrows; each rank's original after
-// them when every rank was compacted with its restore data.
-void serialise(Merge& m) {
+// The merged file: the ranks in PP order, each one's new process metadata after its
+// events, then the PP arrows; each rank's original after them when every rank was
+// compacted with its restore data. Written in blocks (trace_output.hpp) to `write`, or
+// whole into the result.
+void serialise(Merge& m, const MergeTextWriter& write) {
   Timings::Scope t(m.timings, "serialise");
-  bool restore_data = true;
-  for (const MergeRank& rank : m.ranks) restore_data = restore_data && rank.input->compacted.restore_data;
-  std::string& out = m.result.json;
-  out.reserve(merged_size_bound(m, restore_data));
-  WrittenEvents written;
-  std::vector<RestoreSource> sources;
-  write_trace_object(out, m.stacked[0]->trace(), {}, [&](std::string& o) {
-    EventList list{o, written};
-    for (const MergeRank* rank : m.stacked) {
-      sources.push_back({&rank->trace(), written.count, rank->prefix, rank->offset_ns, rank->global_rank});
-      write_rank(list, *rank);
-    }
-    for (const Event& event : m.flows.events) list.put(event, {});
-  });
-  if (restore_data) append_restore_data(out, written, sources);
+  TraceText text;
+  text.top = &m.stacked[0]->trace();
+  text.restore_data = true;
+  for (const MergeRank& rank : m.ranks) text.restore_data = text.restore_data && rank.input->compacted.restore_data;
+  size_t written = 0;
+  for (const MergeRank* rank : m.stacked) {
+    if (text.restore_data)
+      text.sources.push_back({&rank->trace(), written, rank->prefix, rank->offset_ns, rank->global_rank});
+    text.runs.push_back({&rank->trace().events, rank->prefix});
+    text.runs.push_back({&rank->new_metadata, {}});
+    written += written_count(rank->trace().events) + written_count(rank->new_metadata);
+  }
+  text.runs.push_back({&m.flows.events, {}});
+  if (write)
+    write(text);
+  else
+    m.result.json = trace_text(text);
 }
 
 }  // namespace
 
-MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules, Timings* timings) {
+MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules, Timings* timings,
+                        const MergeTextWriter& write) {
   if (inputs.size() < 2) throw Error("merge needs at least two rank traces, found " + std::to_string(inputs.size()));
   Merge m(inputs, rules, timings);
   // Every rank's identity and clock, checked before any rank is changed.
@@ -411,7 +379,7 @@ MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules, Timi
   add_pp_flows(m);
   // Last before writing: the top level holds the summary, arrow counts included.
   set_merged_top_level(m);
-  serialise(m);
+  serialise(m, write);
   return std::move(m.result);
 }
 

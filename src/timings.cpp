@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 namespace tracelane {
 namespace {
@@ -53,6 +54,15 @@ void Timings::Scope::close() {
   timings_ = nullptr;
 }
 
+void Timings::add_cpu(std::string_view name, double cpu_s) {
+  Phase phase{std::string(name), depth_};
+  phase.wall_s = -1;
+  phase.cpu_s = cpu_s;
+  phase.peak_rss_mb = peak_rss_mb();
+  phase.open = false;
+  phases_.push_back(std::move(phase));
+}
+
 std::string Timings::text() const {
   std::string out;
   for (const Phase& phase : phases_) {
@@ -62,8 +72,12 @@ std::string Timings::text() const {
     if (phase.open) continue;
     char line[256];
     std::string name = std::string(size_t(2 * phase.depth), ' ') + phase.name;
-    std::snprintf(line, sizeof line, "timing: %-30s %8.3f s wall %8.3f s cpu   peak RSS %8.1f MB\n", name.c_str(),
-                  phase.wall_s, phase.cpu_s, phase.peak_rss_mb);
+    if (phase.wall_s < 0)
+      std::snprintf(line, sizeof line, "timing: %-30s %8s   wall %8.3f s cpu   peak RSS %8.1f MB\n", name.c_str(), "-",
+                    phase.cpu_s, phase.peak_rss_mb);
+    else
+      std::snprintf(line, sizeof line, "timing: %-30s %8.3f s wall %8.3f s cpu   peak RSS %8.1f MB\n", name.c_str(),
+                    phase.wall_s, phase.cpu_s, phase.peak_rss_mb);
     out += line;
   }
   return out;

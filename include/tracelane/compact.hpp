@@ -10,6 +10,7 @@
 #include "tracelane/pp_flows.hpp"
 #include "tracelane/summary.hpp"
 #include "tracelane/trace.hpp"
+#include "tracelane/trace_output.hpp"
 #include "tracelane/track_tids.hpp"
 
 namespace tracelane {
@@ -49,7 +50,10 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options);
 // (merge shifts ranks): where spans cross depends on the numbers Perfetto reads.
 void rebuild_annotation_tracks(CompactedTrace& compacted);
 
-// The compacted trace as JSON text (uncompressed).
+// What the compacted trace's text is made of, for write_trace_text (trace_output.hpp),
+// which writes it in blocks; it points into `compacted`.
+TraceText compacted_text(const CompactedTrace& compacted);
+// The compacted trace as JSON text (uncompressed), whole.
 std::string write_compacted(const CompactedTrace& compacted);
 
 // Gathers gpu_user_annotation X spans (output coordinates) for PP block building.

@@ -6,10 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "tracelane/trace.hpp"
+
+struct libdeflate_compressor;  // libdeflate.h
 
 namespace tracelane {
 
@@ -41,6 +44,25 @@ size_t gunzip_size_guess(std::string_view bytes);
 
 // Compresses into one gzip member at `level` (0-12, libdeflate's scale).
 std::string gzip_compress(std::string_view bytes, int level);
+
+// One thread's gzip compressor at one level, for members compressed one after another: its
+// scratch buffer (the compression bound, never zero-filled: only what is written is
+// touched) is reused, so a member in flight holds only its compressed bytes.
+class MemberCompressor {
+ public:
+  explicit MemberCompressor(int level);  // throws Error for a level libdeflate refuses
+  ~MemberCompressor();
+  MemberCompressor(const MemberCompressor&) = delete;
+  MemberCompressor& operator=(const MemberCompressor&) = delete;
+  MemberCompressor(MemberCompressor&& other) noexcept;
+  // One gzip member of `bytes`.
+  std::string compress(std::string_view bytes);
+
+ private:
+  ::libdeflate_compressor* compressor_ = nullptr;
+  std::unique_ptr<char[]> scratch_;
+  size_t scratch_size_ = 0;
+};
 
 // Input bytes per member of gzip_compress_members: small enough that a 50 MB trace keeps a
 // few cores busy, large enough that the members cost < 0.1% in size (bench/gzip_members.sh).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "tracelane/distributed_info.hpp"  // what merge reads of each rank; callers use it too
 #include "tracelane/figures.hpp"
 #include "tracelane/summary.hpp"
+#include "tracelane/trace_output.hpp"
 
 namespace tracelane {
 
@@ -34,14 +36,20 @@ struct MergeInput {
 };
 
 struct MergeResult {
-  std::string json;  // the merged trace, uncompressed
+  std::string json;  // the merged trace, uncompressed (empty when a writer took it)
   MergeSummary summary;
   GpuFigures figures;  // over the merged, time-aligned ranks (docs/figures.md)
 };
 
+// Takes the merged trace's text as it is made (write_trace_text), instead of the result's
+// `json`: the text points into the merge, which lives only while this runs.
+using MergeTextWriter = std::function<void(const TraceText& text)>;
+
 // Merges ranks given in file order (sorted by the number in rank<N>_trace). Throws Error.
 // `rules` says which annotations are PP actions (null: built-in, SPEC 7 and 9.5). With
 // `timings`, each step of the merge is a phase there, at the depth merge_ranks is called.
-MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules = nullptr, Timings* timings = nullptr);
+// With `write`, the merged text goes there (MergeResult::json stays empty).
+MergeResult merge_ranks(std::vector<MergeInput> inputs, const Rules* rules = nullptr, Timings* timings = nullptr,
+                        const MergeTextWriter& write = {});
 
 }  // namespace tracelane

@@ -20,7 +20,7 @@ class Timings {
   struct Phase {
     std::string name;
     int depth = 0;           // 0: a top-level phase; 1: inside the last depth-0 phase; ...
-    double wall_s = 0;
+    double wall_s = 0;       // < 0: not known (add_cpu)
     double cpu_s = 0;        // user + system, every thread of the process
     double peak_rss_mb = 0;  // the process's high-water mark when the phase closed
     bool open = true;
@@ -40,6 +40,10 @@ class Timings {
     size_t index_ = 0;
     double wall_start_ = 0, cpu_start_ = 0;
   };
+
+  // A phase inside the one now open whose work ran spread over many threads, alongside
+  // others: only its CPU time (summed over the threads) is known; its wall time prints "-".
+  void add_cpu(std::string_view name, double cpu_s);
 
   // In the order the phases opened (a parent before its children).
   const std::vector<Phase>& phases() const { return phases_; }

@@ -237,12 +237,14 @@ class Sweep {
     if (task.failed || task.requeued) return id;
     try {
       if (task.write_output) {
-        // Serialised before the merge, which renumbers the trace in place.
-        std::string bytes = encode_step(task.output, serialise_step(*task.compacted, options_.job), options_.job);
+        // Written before the merge, which renumbers the trace in place.
         Row done = task.row;  // the row only once the output is in place
-        done.set("output_bytes", int64_t(bytes.size())).set("status", std::string("ok"));
-        write_step(task.output, bytes, true, {{task.file->path.filename().string(), task.read_identity}}, recipe_,
-                   {row_record(done), figures_record(done)}, options_.job);
+        write_output_step(task.output, compacted_text(*task.compacted), true,
+                          {{task.file->path.filename().string(), task.read_identity}}, recipe_, options_.job,
+                          [&](uint64_t output_bytes) {
+                            done.set("output_bytes", int64_t(output_bytes)).set("status", std::string("ok"));
+                            return OutputRecords{row_record(done), figures_record(done)};
+                          });
         task.row = std::move(done);
       }
       if (!task.for_merge) task.compacted.reset();

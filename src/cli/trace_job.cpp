@@ -77,21 +77,25 @@ std::optional<int64_t> rank_of(const fs::path& input, const CompactedTrace& comp
   return rank;
 }
 
-std::string serialise_step(const CompactedTrace& compacted, const JobOptions& job) {
-  Timings::Scope scope(job.timings, "serialise");
-  return write_compacted(compacted);
+OutputEncoding encoding_for(const fs::path& output, const JobOptions& job) {
+  OutputEncoding encoding;
+  encoding.gzip = output.extension() == ".gz";
+  encoding.level = job.level;
+  encoding.member_bytes = job.gzip_member_bytes;
+  return encoding;
 }
 
-std::string encode_step(const fs::path& output, std::string text, const JobOptions& job) {
-  Timings::Scope scope(job.timings, "compress");
-  return encode_for(output, std::move(text), job.level, job.gzip_member_bytes);
-}
-
-void write_step(const fs::path& output, const std::string& bytes, bool overwrite,
-                const std::vector<NamedIdentity>& inputs, std::string_view recipe, const OutputRecords& records,
-                const JobOptions& job) {
-  Timings::Scope scope(job.timings, "write");
-  write_atomically(output, bytes, overwrite, records.row, inputs, recipe, records.figures);
+uint64_t write_output_step(const fs::path& output, const TraceText& text, bool overwrite,
+                           const std::vector<NamedIdentity>& inputs, std::string_view recipe,
+                           const JobOptions& job, const RecordsOf& records) {
+  Timings::Scope scope(job.timings, "write (serialise, compress)");
+  AtomicOutput file(output, inputs);
+  uint64_t bytes = write_trace_text(text, encoding_for(output, job), [&](std::string_view piece) { file.write(piece); },
+                                    job.timings);
+  OutputRecords stored;
+  if (records) stored = records(bytes);
+  file.commit(overwrite, stored.row, recipe, stored.figures);
+  return bytes;
 }
 
 void fill_compact_row(Row& row, const CompactSummary& summary) {
@@ -127,16 +131,25 @@ JsonValue compact_summary_json(const fs::path& input, const fs::path& output, co
 MergedOutput merge_and_write(std::vector<MergeInput> ranks, const std::vector<NamedIdentity>& inputs,
                              const fs::path& output, bool overwrite, const JobOptions& job,
                              const MergeRecords& records) {
+  MergedOutput out;
   MergeResult merged;
   {
     Timings::Scope scope(job.timings, "merge");
-    merged = merge_ranks(std::move(ranks), job.rules, job.timings);
+    // The merged text is written from inside the merge, which owns what it points into;
+    // the records need the merge's summary, so the output is put in place afterwards.
+    std::optional<AtomicOutput> file;
+    merged = merge_ranks(std::move(ranks), job.rules, job.timings, [&](const TraceText& text) {
+      file.emplace(output, inputs);
+      out.output_bytes = write_trace_text(text, encoding_for(output, job),
+                                          [&](std::string_view piece) { file->write(piece); }, job.timings);
+    });
+    out.summary = std::move(merged.summary);
+    out.figures = std::move(merged.figures);
+    Timings::Scope commit(job.timings, "commit");
+    OutputRecords stored;
+    if (records) stored = records(out.summary, out.figures, out.output_bytes);
+    file->commit(overwrite, stored.row, job.recipe(true), stored.figures);
   }
-  std::string bytes = encode_step(output, std::move(merged.json), job);
-  MergedOutput out{std::move(merged.summary), std::move(merged.figures), bytes.size()};
-  OutputRecords stored;
-  if (records) stored = records(out.summary, out.figures, out.output_bytes);
-  write_step(output, bytes, overwrite, inputs, job.recipe(true), stored, job);
   return out;
 }
 

@@ -31,6 +31,7 @@
 #include "tracelane/json_value.hpp"
 #include "tracelane/merge.hpp"
 #include "tracelane/timings.hpp"
+#include "tracelane/trace_output.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
@@ -85,20 +86,26 @@ GpuFigures figures_step(const CompactedTrace& compacted, const JobOptions& job, 
 // name, else distributedInfo.rank; none when negative.
 std::optional<int64_t> rank_of(const fs::path& input, const CompactedTrace& compacted);
 
-// Serialise, then compress as the output's name says (.gz or not).
-std::string serialise_step(const CompactedTrace& compacted, const JobOptions& job);
-std::string encode_step(const fs::path& output, std::string text, const JobOptions& job);
-
 // What is stored with an output besides its inputs record: the sweep's row and figures
 // (report.hpp row_record, figures_record); empty for compact and merge.
 struct OutputRecords {
   std::string row;
   std::string figures;
 };
-// Write: atomically, with the inputs as read and the recipe (files.hpp write_atomically).
-void write_step(const fs::path& output, const std::string& bytes, bool overwrite,
-                const std::vector<NamedIdentity>& inputs, std::string_view recipe, const OutputRecords& records,
-                const JobOptions& job);
+// Given the output's size once it is written whole.
+using RecordsOf = std::function<OutputRecords(uint64_t output_bytes)>;
+
+// The output's encoding as its name says: gzip members for .gz (one with
+// --single-gzip-member), else the text.
+OutputEncoding encoding_for(const fs::path& output, const JobOptions& job);
+
+// Serialise, compress and write, streamed (trace_output.hpp): the text is made and
+// compressed in blocks concurrently, each written to a temporary beside `output` as it is
+// ready, which is put in place, with the inputs as read, the recipe and `records`, only
+// once whole (files.hpp AtomicOutput); on any failure it is removed. Returns the size.
+uint64_t write_output_step(const fs::path& output, const TraceText& text, bool overwrite,
+                           const std::vector<NamedIdentity>& inputs, std::string_view recipe,
+                           const JobOptions& job, const RecordsOf& records = {});
 
 // The summary: a sweep row's numbers, and compact's JSON on stdout.
 void fill_compact_row(Row& row, const CompactSummary& summary);

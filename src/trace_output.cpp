@@ -1,0 +1,274 @@
+#include "tracelane/trace_output.hpp"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+
+#include "event_writer.hpp"
+#include "tracelane/timings.hpp"
+
+namespace tracelane {
+namespace {
+
+// A block of events: from (run, index) `begin` up to `end`, the events written in it,
+// and whether an event was written before it (its first one then follows ",\n").
+struct Position {
+  size_t run = 0, index = 0;
+};
+struct Block {
+  Position begin, end;
+  size_t written = 0;
+  bool after_an_event = false;
+  size_t bound = 0;  // at least the block's text (without the head)
+};
+
+// Cuts the runs into blocks of about `block_bytes` of text each (by written_size_bound,
+// so a block's text never outgrows what it reserves), at least one block.
+std::vector<Block> plan_blocks(const TraceText& text, size_t block_bytes) {
+  std::vector<Block> blocks(1);
+  size_t written_before = 0;
+  for (size_t r = 0; r < text.runs.size(); ++r) {
+    const std::vector<Event>& events = *text.runs[r].events;
+    size_t prefix = text.runs[r].prefix.size();
+    for (size_t i = 0; i < events.size(); ++i) {
+      const Event& event = events[i];
+      if (event.dropped) continue;
+      if (blocks.back().bound >= block_bytes) {
+        blocks.back().end = Position{r, i};
+        Block next;
+        next.begin = Position{r, i};
+        next.after_an_event = written_before > 0;
+        blocks.push_back(next);
+      }
+      blocks.back().bound += written_size_bound(event, prefix) + 4;  // + ",\n  "
+      ++blocks.back().written;
+      ++written_before;
+    }
+  }
+  blocks.back().end = Position{text.runs.size(), 0};
+  return blocks;
+}
+
+// The block's events as written, after `out`'s bytes.
+void write_block(std::string& out, const TraceText& text, const Block& block) {
+  bool first = !block.after_an_event;
+  for (size_t r = block.begin.run; r < text.runs.size() && r <= block.end.run; ++r) {
+    const std::vector<Event>& events = *text.runs[r].events;
+    size_t from = r == block.begin.run ? block.begin.index : 0;
+    size_t to = r == block.end.run ? block.end.index : events.size();
+    for (size_t i = from; i < to; ++i) {
+      const Event& event = events[i];
+      if (event.dropped) continue;
+      out += first ? "  " : ",\n  ";
+      first = false;
+      append_event(out, event, text.runs[r].prefix);
+    }
+  }
+}
+
+// The text around the events: everything before the first event's indentation, and from
+// the newline after the last event on (write_trace_object's own text).
+struct Frame {
+  std::string head, tail;
+};
+Frame frame_of(const Trace& top) {
+  std::string text;
+  text.reserve(top_level_size_bound(top));
+  size_t events_at = 0;
+  write_trace_object(text, top, {}, [&](std::string& out) { events_at = out.size(); });
+  return Frame{text.substr(0, events_at), text.substr(events_at)};
+}
+
+double thread_cpu_now() {
+  timespec t{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
+}
+
+// Adds the seconds since `start` to `total`, a sum of thread CPU time over many threads.
+void add_seconds(std::atomic<double>& total, double start) {
+  double spent = thread_cpu_now() - start;
+  double seen = total.load(std::memory_order_relaxed);
+  while (!total.compare_exchange_weak(seen, seen + spent, std::memory_order_relaxed)) {
+  }
+}
+
+// What the pipeline's stages hand on: a block's text and, for .gz, its member.
+struct Piece {
+  std::string text, member;
+};
+
+// Streams head + blocks (each serialised and, when `compress`, compressed concurrently),
+// in order, to `put(text, bytes)`; returns the number of events written.
+size_t stream_blocks(const TraceText& text, const std::string& head, const std::vector<Block>& blocks,
+                     const OutputEncoding& encoding, bool compress,
+                     const std::function<void(std::string_view text, std::string_view bytes)>& put,
+                     std::atomic<double>& serialise_cpu, std::atomic<double>& compress_cpu) {
+  std::optional<tbb::enumerable_thread_specific<MemberCompressor>> compressors;
+  if (compress) compressors.emplace([level = encoding.level] { return MemberCompressor(level); });
+  // Items are block numbers; the pieces wait in `pieces` (an exception cancels the
+  // pipeline without an owning object left in its buffers).
+  std::vector<Piece> pieces(blocks.size());
+  size_t next = 0;
+  const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
+  tbb::parallel_pipeline(
+      tokens,
+      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                     [&](tbb::flow_control& control) -> size_t {
+                                       if (next == blocks.size()) {
+                                         control.stop();
+                                         return 0;
+                                       }
+                                       return next++;
+                                     }) &
+          tbb::make_filter<size_t, size_t>(tbb::filter_mode::parallel,
+                                           [&](size_t k) {
+                                             double start = thread_cpu_now();
+                                             Piece& piece = pieces[k];
+                                             piece.text.reserve(blocks[k].bound + (k == 0 ? head.size() : 0));
+                                             if (k == 0) piece.text = head;
+                                             write_block(piece.text, text, blocks[k]);
+                                             add_seconds(serialise_cpu, start);
+                                             if (compress) {
+                                               start = thread_cpu_now();
+                                               piece.member = compressors->local().compress(piece.text);
+                                               add_seconds(compress_cpu, start);
+                                             }
+                                             return k;
+                                           }) &
+          tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
+            Piece piece = std::move(pieces[k]);
+            put(piece.text, compress ? std::string_view(piece.member) : std::string_view(piece.text));
+          }));
+  size_t written = 0;
+  for (const Block& block : blocks) written += block.written;
+  return written;
+}
+
+// Whether the restore member goes into the tail: its key's last occurrence in the text
+// is there (restore_member_position's rfind). Otherwise (a trace whose top level has
+// "cuda_graph_stream_compaction" before traceEvents) the member goes before the events,
+// and the text is made whole first.
+bool restore_member_in_tail(const std::string& tail) {
+  return tail.find("\"cuda_graph_stream_compaction\": {") != std::string::npos;
+}
+
+}  // namespace
+
+size_t written_count(const std::vector<Event>& events) {
+  size_t n = 0;
+  for (const Event& event : events) n += event.dropped ? 0 : 1;
+  return n;
+}
+
+std::string trace_text(const TraceText& text) {
+  Frame frame = frame_of(*text.top);
+  std::vector<Block> blocks = plan_blocks(text, kGzipMemberBytes);
+  size_t bound = frame.head.size() + frame.tail.size();
+  for (const Block& block : blocks) bound += block.bound;
+  if (text.restore_data) bound += bound / 16 + 4096;  // a small fraction (bench/README.md)
+  std::string out;
+  out.reserve(bound);  // pages not written cost no memory; never copied as it grows
+  std::atomic<double> unused{0};
+  size_t written = stream_blocks(
+      text, frame.head, blocks, OutputEncoding{}, false,
+      [&](std::string_view piece, std::string_view) { out += piece; }, unused, unused);
+  WrittenEvents events;
+  if (written > 0) {
+    events.begin = frame.head.size() + 2;
+    events.end = out.size();
+  }
+  events.count = written;
+  out += frame.tail;
+  if (text.restore_data) append_restore_data(out, events, text.sources);
+  return out;
+}
+
+uint64_t write_trace_text(const TraceText& text, const OutputEncoding& encoding,
+                          const std::function<void(std::string_view bytes)>& sink, Timings* timings) {
+  uint64_t handed = 0;
+  auto hand_on = [&](std::string_view bytes) {
+    sink(bytes);
+    handed += bytes.size();
+  };
+  Frame frame = frame_of(*text.top);
+  bool one_member = encoding.gzip && encoding.member_bytes == 0;
+  if (one_member || (text.restore_data && !restore_member_in_tail(frame.tail))) {
+    // Made whole in memory first: one gzip member, or restore data before the events.
+    std::string whole = trace_text(text);
+    if (!encoding.gzip)
+      hand_on(whole);
+    else if (one_member)
+      hand_on(gzip_compress(whole, encoding.level));
+    else
+      gzip_compress_members(whole, encoding.level, encoding.member_bytes, hand_on);
+    return handed;
+  }
+  const size_t block_bytes = encoding.member_bytes ? encoding.member_bytes : kGzipMemberBytes;
+  std::vector<Block> blocks = plan_blocks(text, block_bytes);
+
+  // The restore records' walks run beside the blocks; they read only the source traces.
+  std::optional<RestoreData> restore;
+  tbb::task_group walks;
+  struct WaitOnExit {  // the walks read what the caller owns: never leave them running
+    tbb::task_group& walks;
+    ~WaitOnExit() {
+      try {
+        walks.wait();
+      } catch (...) {  // the exception that left already says what failed
+      }
+    }
+  } wait_on_exit{walks};
+  if (text.restore_data) {
+    restore.emplace(text.sources);
+    for (size_t k = 0; k < restore->sources(); ++k) walks.run([&, k] { restore->walk(k); });
+  }
+  Xxhash64 covered;
+  uint64_t text_size = 0;
+  std::atomic<double> serialise_cpu{0}, compress_cpu{0};
+  size_t written = stream_blocks(
+      text, frame.head, blocks, encoding, encoding.gzip,
+      [&](std::string_view piece, std::string_view bytes) {
+        covered.update(piece);
+        text_size += piece.size();
+        hand_on(bytes);
+      },
+      serialise_cpu, compress_cpu);
+  std::string tail = std::move(frame.tail);
+  covered.update(tail);
+  text_size += tail.size();
+  if (restore) {
+    walks.wait();
+    std::string head = frame.head + "  ";  // the output up to the first event's '{'
+    OutputFrame around;
+    around.head = written > 0 ? std::string_view(head) : std::string_view();
+    around.tail = tail;
+    around.size = text_size;
+    around.covered = covered.digest();
+    around.events = written;
+    std::string whole_when_empty;
+    if (written == 0) {  // no event: the head is the whole text and the tail empty
+      whole_when_empty = frame.head + tail;
+      around.head = whole_when_empty;
+      around.tail = {};
+    }
+    tail.insert(restore_member_position(tail), restore->member(around));
+  }
+  if (timings) {
+    timings->add_cpu("serialise (blocks)", serialise_cpu.load());
+    if (encoding.gzip) timings->add_cpu("compress (blocks)", compress_cpu.load());
+  }
+  if (!encoding.gzip)
+    hand_on(tail);
+  else
+    gzip_compress_members(tail, encoding.level, block_bytes, hand_on);
+  return handed;
+}
+
+}  // namespace tracelane
