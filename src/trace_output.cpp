@@ -104,11 +104,11 @@ struct Piece {
   std::string text, member;
 };
 
-// Streams head + blocks (each serialised and, when `compress`, compressed concurrently),
-// in order, to `put(text, bytes)`; returns the number of events written.
+// Streams head + blocks (each serialised and, when `compress`, compressed concurrently,
+// but for the last block, whose text goes with the tail), in order, to `put(k, piece)`;
+// returns the number of events written.
 size_t stream_blocks(const TraceText& text, const std::string& head, const std::vector<Block>& blocks,
-                     const OutputEncoding& encoding, bool compress,
-                     const std::function<void(std::string_view text, std::string_view bytes)>& put,
+                     const OutputEncoding& encoding, bool compress, const std::function<void(size_t, Piece&)>& put,
                      std::atomic<double>& serialise_cpu, std::atomic<double>& compress_cpu) {
   std::optional<tbb::enumerable_thread_specific<MemberCompressor>> compressors;
   if (compress) compressors.emplace([level = encoding.level] { return MemberCompressor(level); });
@@ -135,7 +135,7 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
                                              if (k == 0) piece.text = head;
                                              write_block(piece.text, text, blocks[k]);
                                              add_seconds(serialise_cpu, start);
-                                             if (compress) {
+                                             if (compress && k + 1 < blocks.size()) {
                                                start = thread_cpu_now();
                                                piece.member = compressors->local().compress(piece.text);
                                                add_seconds(compress_cpu, start);
@@ -144,7 +144,7 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
                                            }) &
           tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
             Piece piece = std::move(pieces[k]);
-            put(piece.text, compress ? std::string_view(piece.member) : std::string_view(piece.text));
+            put(k, piece);
           }));
   size_t written = 0;
   for (const Block& block : blocks) written += block.written;
@@ -177,8 +177,8 @@ std::string trace_text(const TraceText& text) {
   out.reserve(bound);  // pages not written cost no memory; never copied as it grows
   std::atomic<double> unused{0};
   size_t written = stream_blocks(
-      text, frame.head, blocks, OutputEncoding{}, false,
-      [&](std::string_view piece, std::string_view) { out += piece; }, unused, unused);
+      text, frame.head, blocks, OutputEncoding{}, false, [&](size_t, Piece& piece) { out += piece.text; }, unused,
+      unused);
   WrittenEvents events;
   if (written > 0) {
     events.begin = frame.head.size() + 2;
@@ -232,12 +232,18 @@ uint64_t write_trace_text(const TraceText& text, const OutputEncoding& encoding,
   Xxhash64 covered;
   uint64_t text_size = 0;
   std::atomic<double> serialise_cpu{0}, compress_cpu{0};
+  // The last block's text goes out with the tail, in the same member(s): an output smaller
+  // than a block is one gzip member, as it always was.
+  std::string last;
   size_t written = stream_blocks(
       text, frame.head, blocks, encoding, encoding.gzip,
-      [&](std::string_view piece, std::string_view bytes) {
-        covered.update(piece);
-        text_size += piece.size();
-        hand_on(bytes);
+      [&](size_t k, Piece& piece) {
+        covered.update(piece.text);
+        text_size += piece.text.size();
+        if (k + 1 == blocks.size())
+          last = std::move(piece.text);
+        else
+          hand_on(encoding.gzip ? piece.member : piece.text);
       },
       serialise_cpu, compress_cpu);
   std::string tail = std::move(frame.tail);
@@ -260,14 +266,19 @@ uint64_t write_trace_text(const TraceText& text, const OutputEncoding& encoding,
     }
     tail.insert(restore_member_position(tail), restore->member(around));
   }
+  last += tail;
+  tail = std::string();
+  if (!encoding.gzip) {
+    hand_on(last);
+  } else {
+    double start = thread_cpu_now();
+    gzip_compress_members(last, encoding.level, block_bytes, hand_on);
+    add_seconds(compress_cpu, start);
+  }
   if (timings) {
     timings->add_cpu("serialise (blocks)", serialise_cpu.load());
     if (encoding.gzip) timings->add_cpu("compress (blocks)", compress_cpu.load());
   }
-  if (!encoding.gzip)
-    hand_on(tail);
-  else
-    gzip_compress_members(tail, encoding.level, block_bytes, hand_on);
   return handed;
 }
 
