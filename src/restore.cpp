@@ -452,6 +452,7 @@ uint64_t xxh_merge(uint64_t acc, uint64_t v) { return (acc ^ xxh_round(0, v)) * 
 Xxhash64::Xxhash64(uint64_t seed) : v_{seed + P1 + P2, seed + P2, seed, seed - P1}, seed_(seed) {}
 
 void Xxhash64::update(std::string_view bytes) {
+  if (bytes.empty()) return;  // a default view's data() is null: no memcpy from it
   const char* p = bytes.data();
   const char* end = p + bytes.size();
   total_ += bytes.size();
