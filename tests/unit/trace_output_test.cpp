@@ -368,7 +368,8 @@ TEST(TraceOutput, MemberBytesZeroWritesOneMemberOfTheWholeText) {
 }
 
 // Members of 4 MiB cost under 1% against one member, on the corpus traces that make
-// several (2-4 blocks: the case where a member's fresh dictionary shows most).
+// several (2-4 blocks: the case where a member's fresh dictionary shows most); and
+// member_bytes = 0 makes one member of a text larger than kGzipMemberBytes.
 TEST(TraceOutput, CorpusMembersCostUnderOnePercentAtLevelSix) {
   TRACELANE_REQUIRE_SHARED(shared);
   std::vector<CorpusTrace> traces = corpus_traces(shared, 2 * kGzipMemberBytes, size_t(17) << 20);
@@ -381,6 +382,11 @@ TEST(TraceOutput, CorpusMembersCostUnderOnePercentAtLevelSix) {
     EXPECT_GE(member_sizes(gz, kGzipMemberBytes + (size_t(1) << 20)).size(), 3u);
     EXPECT_LT(double(gz.size()) / double(one.size()), 1.01) << gz.size() << " vs " << one.size();
     EXPECT_TRUE(same_text(gunzip(gz, trace.name), whole));
+    if (&trace == &traces.front()) {  // and member_bytes = 0 is one member even here
+      std::string single = stream(compacted_text(*trace.compacted), gzip_in_blocks(0)).bytes;
+      EXPECT_EQ(member_sizes(single, whole.size()), std::vector<size_t>{whole.size()});
+      EXPECT_TRUE(single == one);
+    }
   }
 }
 
@@ -517,27 +523,30 @@ TEST(TraceOutput, ACompactedOutputCompactedAgainStreamsAndRestores) {
 
 // Every event dropped: the head and tail alone, with the restore data describing an
 // output without events. Made by marking a compacted trace's events dropped, which no
-// pass does, but which the writer must take as it takes an empty traceEvents.
+// pass does, but which the writer must take as it takes an empty traceEvents. The second
+// original is laid out as tracelane writes, so that its head and tail are diffed against
+// the output's lines (the restore data then depends on which text is the output's head).
 TEST(TraceOutput, AnOutputWithNoEventsWrittenIsTheWholeText) {
-  std::string original = sample_trace(20);
-  CompactedTrace compacted = compact_json(original);
-  for (Event& event : compacted.trace.events) event.dropped = true;
-  ASSERT_EQ(written_events(compacted), 0u);
-  for (bool restore_data : {true, false}) {
-    compacted.restore_data = restore_data;
-    std::string whole = write_compacted(compacted);
-    EXPECT_NE(whole.find("\"traceEvents\": [\n\n  ]"), std::string::npos) << whole;
-    for (size_t block_bytes : {size_t(1), kGzipMemberBytes})
-      for (int threads : {1, 4}) {
-        SCOPED_TRACE("restore data " + std::to_string(restore_data) + ", member_bytes " + std::to_string(block_bytes) +
-                     ", " + std::to_string(threads) + " threads");
-        EXPECT_TRUE(same_text(stream(compacted_text(compacted), text_in_blocks(block_bytes), threads).bytes, whole));
-        std::string gz = stream(compacted_text(compacted), gzip_in_blocks(block_bytes), threads).bytes;
-        EXPECT_TRUE(same_text(gunzip(gz, "out.json.gz"), whole));
+  for (const std::string& original : {sample_trace(20), write_compacted(compact_json(sample_trace(20)))}) {
+    CompactedTrace compacted = compact_json(original, {.force = true});
+    for (Event& event : compacted.trace.events) event.dropped = true;
+    ASSERT_EQ(written_events(compacted), 0u);
+    for (bool restore_data : {true, false}) {
+      compacted.restore_data = restore_data;
+      std::string whole = write_compacted(compacted);
+      EXPECT_NE(whole.find("\"traceEvents\": [\n\n  ]"), std::string::npos) << whole;
+      for (size_t block_bytes : {size_t(1), kGzipMemberBytes})
+        for (int threads : {1, 4}) {
+          SCOPED_TRACE("restore data " + std::to_string(restore_data) + ", member_bytes " +
+                       std::to_string(block_bytes) + ", " + std::to_string(threads) + " threads");
+          EXPECT_TRUE(same_text(stream(compacted_text(compacted), text_in_blocks(block_bytes), threads).bytes, whole));
+          std::string gz = stream(compacted_text(compacted), gzip_in_blocks(block_bytes), threads).bytes;
+          EXPECT_TRUE(same_text(gunzip(gz, "out.json.gz"), whole));
+        }
+      if (restore_data) {
+        std::string text = stream(compacted_text(compacted), text_in_blocks(100)).bytes;
+        EXPECT_TRUE(same_text(restore_original(text, "out.json", 0), original));
       }
-    if (restore_data) {
-      std::string text = stream(compacted_text(compacted), text_in_blocks(100)).bytes;
-      EXPECT_TRUE(same_text(restore_original(text, "out.json", 0), original));
     }
   }
 }
