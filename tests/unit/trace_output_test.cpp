@@ -4,6 +4,7 @@
 // and do not depend on the threads; its restore data gives the originals back; a failure
 // anywhere stops the write and reaches the caller, and write_output_step then leaves no
 // file behind.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <libdeflate.h>
 #include <signal.h>
@@ -165,9 +166,8 @@ void expect_streamed_equals_whole(const CompactedTrace& compacted, const std::st
       Streamed out = stream(compacted_text(compacted), text_in_blocks(block_bytes), threads);
       ASSERT_TRUE(same_text(out.bytes, whole));
       EXPECT_EQ(out.returned, whole.size());
-      if (block_bytes == 1) {
-        EXPECT_EQ(out.calls, written_events(compacted) + 1);
-      }
+      if (block_bytes == 1)  // a block per event, the last one handed on with the tail
+        EXPECT_EQ(out.calls, std::max<size_t>(written_events(compacted), 1));
     }
 }
 
@@ -496,7 +496,7 @@ TEST(TraceOutput, RestoreDataBeforeTheEventsFallsBackToTheWholeTextAndRestores) 
   compacted.restore_data = false;
   Streamed blocks = stream(compacted_text(compacted), text_in_blocks(1));
   EXPECT_TRUE(same_text(blocks.bytes, write_compacted(compacted)));
-  EXPECT_EQ(blocks.calls, written_events(compacted) + 1);
+  EXPECT_EQ(blocks.calls, std::max<size_t>(written_events(compacted), 1));
 }
 
 // Compacting an output again (as --force would; tracelane's outputs are not "already
