@@ -4,7 +4,6 @@
 // and do not depend on the threads; its restore data gives the originals back; a failure
 // anywhere stops the write and reaches the caller, and write_output_step then leaves no
 // file behind.
-#include <algorithm>
 #include <gtest/gtest.h>
 #include <libdeflate.h>
 #include <signal.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include <boost/filesystem.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
