@@ -173,7 +173,7 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
     storage->json.resize(length + simdjson::SIMDJSON_PADDING, '\0');
   }
   char* begin = storage->json.data();
-  StringKeeper strings(trace);
+  StringKeeper strings(trace.arena);
   GrammarCheck check(begin, trace.source);
   EventReader reader(check, strings);
   if (length == 0) check.fail("empty file, not a Kineto trace", nullptr);
