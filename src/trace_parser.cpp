@@ -9,9 +9,9 @@
 // larger one (simdjson reads at most 4 GiB at once, SPEC 9.10) is read in chunks of whole
 // events, in place (trace_scanner.hpp); the other top-level keys come from a small
 // document: the trace with the list's contents removed. When the caller's TBB arena has
-// more than one thread, smaller documents are chunked too, and the chunks are read
-// concurrently (ChunkedEvents::read_concurrently says how that stays race-free and gives
-// the same Trace and the same errors).
+// more than one thread, the chunks are read concurrently, and with four or more, smaller
+// documents are chunked too (ChunkedEvents::read_concurrently says how that stays
+// race-free and gives the same Trace and the same errors).
 #include <simdjson.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -76,13 +76,18 @@ constexpr size_t kChunkBytes = size_t(256) << 20;
 // time 2.0-3.4 s -> 1.2-1.5 s, with 64 MB chunks.
 constexpr size_t kDefaultChunkedAbove = size_t(64) << 20;
 
-// With more than one thread, a document above kConcurrentChunkedAbove is read in about
-// kChunksPerThread chunks a thread (half of them in each of the two rounds of
-// read_concurrently), each at least kSmallestConcurrentChunk: enough chunks that a slow
-// one does not leave the other threads idle, and small chunks keep each thread's simdjson
-// parser small (its index is ~4 bytes per token of the largest chunk it read). Measured
-// in bench/README.md ("Parsing one trace's chunks concurrently").
+// With more than one thread, the chunks are read concurrently, about kChunksPerThread a
+// thread (half of them in each of the two rounds of read_concurrently), each at least
+// kSmallestConcurrentChunk: enough chunks that a slow one does not leave the other
+// threads idle, and small chunks keep each thread's simdjson parser small (its index is
+// ~4 bytes per token of the largest chunk it read). A document below the usual limit is
+// chunked only with kThreadsToChunkSmallDocuments threads or more: the scan it then needs
+// (~0.45 of a one-shot read, and serial) costs what two threads save. On the 54 MB mi300
+// trace with two threads, one-shot 0.120 s (fastest of 12) against 0.123 s chunked
+// (bench/README.md, "Parsing one trace's chunks concurrently"); four threads should save
+// a quarter of the read (0.75 - 0.45), which this 2-core machine could not measure.
 constexpr size_t kConcurrentChunkedAbove = size_t(4) << 20;
+constexpr int kThreadsToChunkSmallDocuments = 4;
 constexpr size_t kChunksPerThread = 8;
 constexpr size_t kSmallestConcurrentChunk = size_t(1) << 20;
 
@@ -326,8 +331,8 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
 
   const int threads = tbb::this_task_arena::max_concurrency();
   size_t limit = options.max_document_bytes ? std::min(options.max_document_bytes, kSimdjsonMaxDocument)
-                 : threads > 1              ? kConcurrentChunkedAbove
-                                            : kDefaultChunkedAbove;
+                 : threads >= kThreadsToChunkSmallDocuments ? kConcurrentChunkedAbove
+                                                            : kDefaultChunkedAbove;
   ChunkPlan plan;
   Scanner scanner(begin, length);
   bool chunked = false;

@@ -137,7 +137,8 @@ TEST(ConcurrentParse, TraceEventsFirstLastAndEmpty) {
 }
 
 // The default sizing (no limit): a document above the concurrent threshold is chunked
-// with two threads, and must still be the one-shot read.
+// with four threads (not with two: trace_parser.cpp says why), and must still be the
+// one-shot read.
 TEST(ConcurrentParse, DefaultChunksOfALargeTrace) {
   std::string json = varied_trace(40000, 1000);
   ASSERT_GT(json.size(), size_t(6) << 20);
