@@ -198,14 +198,14 @@ struct ChunkedEvents {
     auto take_back = [&] {
       for (const ChunkResult& result : results) tsan_acquire(&result);
     };
+    auto read_task = [&](size_t k) {
+      tsan_acquire(&tsan_round_start);
+      read_chunk_and_hand_back(k);
+    };
     try {
       // Isolated: while it waits, the calling thread reads this trace's chunks only, not
       // another file's job from a sweep's graph, which would hold this trace up (and its
       // memory) for a whole file.
-      auto read_task = [&](size_t k) {
-        tsan_acquire(&tsan_round_start);
-        read_chunk_and_hand_back(k);
-      };
       tbb::this_task_arena::isolate([&] {
         for (size_t round = 0; round < 2; ++round) {
           tsan_release(&tsan_round_start);
