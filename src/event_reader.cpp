@@ -154,19 +154,4 @@ void EventReader::read_time(od::value& v, Time& time, std::string_view& token, s
   if (type == od::json_type::object || type == od::json_type::array) token = {};  // never spliced
 }
 
-void read_events(Trace& trace, EventReader& reader, od::document& doc, od::array& events, size_t& index) {
-  for (auto element : events) {
-    od::value v;
-    if (auto error = std::move(element).get(v)) reader.check().fail_json(error, doc, "in traceEvents");
-    Event& event = trace.events.emplace_back();
-    const char* where = nullptr;
-    if (doc.current_location().get(where)) where = nullptr;
-    if (!reader.read(v, event, index, doc)) {
-      reader.check().fail("event #" + std::to_string(index) + " is not a JSON object", where);
-    }
-    if (event.tid.is_int() && event.tid.value > trace.max_int_tid) trace.max_int_tid = event.tid.value;
-    ++index;
-  }
-}
-
 }  // namespace tracelane

@@ -11,21 +11,24 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "json_grammar.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
 
-// Copies unescaped strings into blocks of the trace's arena; the views stay valid because
-// a block never grows past the capacity it was given.
+// Copies unescaped strings into blocks of an arena (the trace's, or a chunk's that is
+// appended to the trace's); the views stay valid because a block never grows past the
+// capacity it was given, and moving the block's unique_ptr does not move its text.
 class StringKeeper {
  public:
-  explicit StringKeeper(Trace& trace) : trace_(trace) {}
+  using Arena = std::vector<std::unique_ptr<std::string>>;
+  explicit StringKeeper(Arena& arena) : arena_(arena) {}
   std::string_view keep(std::string_view text) {
     if (!block_ || block_->capacity() - block_->size() < text.size()) {
-      trace_.arena.push_back(std::make_unique<std::string>());
-      block_ = trace_.arena.back().get();
+      arena_.push_back(std::make_unique<std::string>());
+      block_ = arena_.back().get();
       block_->reserve(std::max(text.size(), size_t(16) << 10));
     }
     size_t at = block_->size();
@@ -34,7 +37,7 @@ class StringKeeper {
   }
 
  private:
-  Trace& trace_;
+  Arena& arena_;
   std::string* block_ = nullptr;
 };
 
@@ -66,8 +69,32 @@ class EventReader {
   StringKeeper& strings_;
 };
 
-// The one loop that reads events, for both paths; `index` counts on across chunks.
-void read_events(Trace& trace, EventReader& reader, simdjson::ondemand::document& doc,
-                 simdjson::ondemand::array& events, size_t& index);
+// The one loop that reads events, for every path; `index` counts on across chunks, for
+// messages. `next_event()` gives the Event to fill: a new element of the trace's vector, or
+// the next of a chunk's slots when chunks are read concurrently (nullptr when the chunk has
+// more events than the scanner counted, which a valid list cannot have). `max_int_tid`
+// gets the largest integer tid read.
+template <class NextEvent>
+void read_events(EventReader& reader, simdjson::ondemand::document& doc, simdjson::ondemand::array& events,
+                 size_t& index, int64_t& max_int_tid, NextEvent&& next_event) {
+  for (auto element : events) {
+    simdjson::ondemand::value v;
+    if (auto error = std::move(element).get(v)) reader.check().fail_json(error, doc, "in traceEvents");
+    Event* event = next_event();
+    if (!event) reader.check().fail("event #" + std::to_string(index) + " is not in the chunk the scanner planned", nullptr);
+    const char* where = nullptr;
+    if (doc.current_location().get(where)) where = nullptr;
+    if (!reader.read(v, *event, index, doc)) {
+      reader.check().fail("event #" + std::to_string(index) + " is not a JSON object", where);
+    }
+    if (event->tid.is_int() && event->tid.value > max_int_tid) max_int_tid = event->tid.value;
+    ++index;
+  }
+}
+
+inline void read_events(Trace& trace, EventReader& reader, simdjson::ondemand::document& doc,
+                        simdjson::ondemand::array& events, size_t& index) {
+  read_events(reader, doc, events, index, trace.max_int_tid, [&] { return &trace.events.emplace_back(); });
+}
 
 }  // namespace tracelane

@@ -8,11 +8,20 @@
 // A document up to the chunking limit is read in one pass as one simdjson document. A
 // larger one (simdjson reads at most 4 GiB at once, SPEC 9.10) is read in chunks of whole
 // events, in place (trace_scanner.hpp); the other top-level keys come from a small
-// document: the trace with the list's contents removed.
+// document: the trace with the list's contents removed. When the caller's TBB arena has
+// more than one thread, the chunks are read concurrently, and with four or more, smaller
+// documents are chunked too (ChunkedEvents::read_concurrently says how that stays
+// race-free and gives the same Trace and the same errors).
 #include <simdjson.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
+#include <vector>
 
 #include "event_reader.hpp"
 #include "json_grammar.hpp"
@@ -20,8 +29,31 @@
 #include "tracelane/timings.hpp"
 #include "tracelane/trace.hpp"
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace tracelane {
 namespace {
+
+// ThreadSanitizer cannot see oneTBB hand a task to a worker, nor parallel_for's wait for
+// it, when libtbb is not built with it (tests/tsan.supp): it would report every byte a
+// chunk's task touches after the calling thread. These two tell it of exactly those
+// hand-offs, which oneTBB makes, and no others: the tasks of one round stay unordered for
+// it, so a race between two of them is still reported. A task takes over from the calling
+// thread through a tag it can name before it reads anything the caller wrote (its
+// captures included); only calling threads release it.
+char tsan_round_start;
+inline void tsan_release([[maybe_unused]] const void* tag) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_release(const_cast<void*>(tag));
+#endif
+}
+inline void tsan_acquire([[maybe_unused]] const void* tag) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_acquire(const_cast<void*>(tag));
+#endif
+}
 
 namespace od = simdjson::ondemand;
 
@@ -44,12 +76,29 @@ constexpr size_t kChunkBytes = size_t(256) << 20;
 // time 2.0-3.4 s -> 1.2-1.5 s, with 64 MB chunks.
 constexpr size_t kDefaultChunkedAbove = size_t(64) << 20;
 
+// With more than one thread, the chunks are read concurrently, about kChunksPerThread a
+// thread (half of them in each of the two rounds of read_concurrently), each at least
+// kSmallestConcurrentChunk: enough chunks that a slow one does not leave the other
+// threads idle, and small chunks keep each thread's simdjson parser small (its index is
+// ~4 bytes per token of the largest chunk it read). A document below the usual limit is
+// chunked only with kThreadsToChunkSmallDocuments threads or more: the scan it then needs
+// (~0.45 of a one-shot read, and serial) costs what two threads save. On the 54 MB mi300
+// trace with two threads, one-shot 0.120 s (fastest of 12) against 0.123 s chunked
+// (bench/README.md, "Parsing one trace's chunks concurrently"); four threads should save
+// a quarter of the read (0.75 - 0.45), which this 2-core machine could not measure.
+constexpr size_t kConcurrentChunkedAbove = size_t(4) << 20;
+constexpr int kThreadsToChunkSmallDocuments = 4;
+constexpr size_t kChunksPerThread = 8;
+constexpr size_t kSmallestConcurrentChunk = size_t(1) << 20;
+
 // The chunked path's events: the whole document (padded to `allocated`) and its plan.
 struct ChunkedEvents {
   char* document;
   size_t allocated;
   const ChunkPlan& plan;
   EventReader& reader;
+  const std::string& source;
+  int threads;        // of the caller's TBB arena
   size_t checked = 0;  // chunks simdjson's first stage has accepted
 
   // After an error elsewhere: the error the one-shot path would report first, if any.
@@ -57,8 +106,14 @@ struct ChunkedEvents {
     throw_first_stage_error(document, allocated, plan, checked, source);
   }
 
-  // Reads every chunk in order, in place, with one parser for all of them.
+  // Reads every chunk: concurrently when the arena has threads to spare, or in order.
   void read(Trace& trace, size_t& index) {
+    if (threads > 1 && plan.chunks.size() > 1 && read_concurrently(trace, index)) return;
+    read_in_order(trace, index);
+  }
+
+  // Reads every chunk in order, in place, with one parser for all of them.
+  void read_in_order(Trace& trace, size_t& index) {
     od::parser parser;
     for (size_t k = 0; k < plan.chunks.size(); ++k) {
       size_t first_index = index, first_event = trace.events.size();
@@ -75,6 +130,102 @@ struct ChunkedEvents {
         throw;  // not reached unless the longer read succeeds, which it cannot
       }
     }
+  }
+
+  // Reads the chunks on the arena's threads, each chunk's events straight into their
+  // place in trace.events (the scanner counted them), its unescaped strings into its own
+  // arena, appended to the trace's in chunk order. False, with the trace and the document
+  // as they were, when any chunk fails: read_in_order() then finds the error the one-shot
+  // path reports first, with its message and position. A concurrent read cannot know
+  // which that is: the chunk that fails first on some thread need not be the first broken
+  // one, and simdjson's first-stage errors anywhere come before any other error.
+  //
+  // Why no two threads race on a byte: ChunkBrackets writes chunk k's first and last
+  // bytes, which are also the last byte of chunk k-1 and the first of chunk k+1, and
+  // simdjson reads up to SIMDJSON_PADDING bytes past a chunk's last byte, into chunk k+1.
+  // So the chunks are read in two rounds, even chunks and then odd ones, with the end of
+  // the first round (parallel_for returns after every task has finished, and each
+  // ChunkBrackets has put its bytes back) between them. Within a round, chunk k writes
+  // only its own two separators and reads only up to its last byte plus the padding;
+  // chunk k+2, read in the same round, writes nothing before chunk k+1's last byte, and
+  // merge_short_chunks() has made every chunk but the last span more than the padding,
+  // so chunk k's reads stop inside chunk k+1. The events go to disjoint slots of the
+  // vector, which is sized before the rounds and not resized during them; the top-level
+  // document, which the calling thread is reading, is a copy. When a chunk fails,
+  // parallel_for still waits for the chunks already started (the others are cancelled)
+  // before it throws, so every separator is back in place for read_in_order().
+  bool read_concurrently(Trace& trace, size_t& index) {
+    const size_t chunks = plan.chunks.size();
+    const size_t first_event = trace.events.size();
+    std::vector<size_t> first_index(chunks + 1, index);  // chunk k's first event's index
+    for (size_t k = 0; k < chunks; ++k) first_index[k + 1] = first_index[k] + plan.chunk_events[k];
+    struct ChunkResult {
+      StringKeeper::Arena arena;
+      int64_t max_int_tid = INT64_MIN;
+    };
+    std::vector<ChunkResult> results(chunks);
+    trace.events.resize(first_event + (first_index[chunks] - index));
+    // One parser per thread, reused for the chunks it reads: its buffers grow to the
+    // largest of them, so allocating one a chunk would cost more than the chunk's read.
+    tbb::enumerable_thread_specific<od::parser> parsers;
+    auto read_chunk = [&](size_t k) {
+      auto [begin, end] = plan.chunks[k];
+      ChunkBrackets brackets(document, begin, end);
+      GrammarCheck check(document, source);
+      StringKeeper strings(results[k].arena);
+      EventReader reader(check, strings);
+      od::document doc;
+      if (auto error = parsers.local().iterate(document + begin, end - begin + 1, allocated - begin).get(doc))
+        check.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
+      od::array events;
+      if (auto error = doc.get_array().get(events)) check.fail_json(error, doc, "in traceEvents");
+      Event* slot = trace.events.data() + first_event + (first_index[k] - index);
+      Event* slots_end = slot + plan.chunk_events[k];
+      size_t event_index = first_index[k];
+      read_events(reader, doc, events, event_index, results[k].max_int_tid,
+                  [&]() -> Event* { return slot < slots_end ? slot++ : nullptr; });
+      if (slot != slots_end) check.fail("fewer events in a chunk than the scanner counted", nullptr);
+    };
+    // Each task hands its chunk back through results[k] (its ChunkBrackets are gone by
+    // then, and a failed one's too, unwound before its exception leaves the task).
+    auto read_chunk_and_hand_back = [&](size_t k) {
+      struct HandBack {
+        const void* tag;
+        ~HandBack() { tsan_release(tag); }
+      } hand_back{&results[k]};
+      read_chunk(k);
+    };
+    auto take_back = [&] {
+      for (const ChunkResult& result : results) tsan_acquire(&result);
+    };
+    auto read_task = [&](size_t k) {
+      tsan_acquire(&tsan_round_start);
+      read_chunk_and_hand_back(k);
+    };
+    try {
+      // Isolated: while it waits, the calling thread reads this trace's chunks only, not
+      // another file's job from a sweep's graph, which would hold this trace up (and its
+      // memory) for a whole file.
+      tbb::this_task_arena::isolate([&] {
+        for (size_t round = 0; round < 2; ++round) {
+          tsan_release(&tsan_round_start);
+          // Chunks round, round + 2, ...: a task each, as they take similar times.
+          tbb::parallel_for(round, chunks, size_t(2), read_task, tbb::simple_partitioner());
+          take_back();
+        }
+      });
+    } catch (const Error&) {
+      take_back();
+      trace.events.resize(first_event);
+      return false;
+    }
+    for (ChunkResult& result : results) {
+      std::move(result.arena.begin(), result.arena.end(), std::back_inserter(trace.arena));
+      trace.max_int_tid = std::max(trace.max_int_tid, result.max_int_tid);
+    }
+    index = first_index[chunks];
+    checked = chunks;
+    return true;
   }
 
  private:
@@ -173,19 +324,29 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
     storage->json.resize(length + simdjson::SIMDJSON_PADDING, '\0');
   }
   char* begin = storage->json.data();
-  StringKeeper strings(trace);
+  StringKeeper strings(trace.arena);
   GrammarCheck check(begin, trace.source);
   EventReader reader(check, strings);
   if (length == 0) check.fail("empty file, not a Kineto trace", nullptr);
 
+  const int threads = tbb::this_task_arena::max_concurrency();
   size_t limit = options.max_document_bytes ? std::min(options.max_document_bytes, kSimdjsonMaxDocument)
-                                            : kDefaultChunkedAbove;
+                 : threads >= kThreadsToChunkSmallDocuments ? kConcurrentChunkedAbove
+                                                            : kDefaultChunkedAbove;
   ChunkPlan plan;
   Scanner scanner(begin, length);
   bool chunked = false;
   if (length > limit) {
     Timings::Scope t(timings, "scan");
-    chunked = scanner.plan(std::min(limit, kChunkBytes), plan);
+    size_t chunk_limit = std::min(options.max_document_bytes ? limit : kDefaultChunkedAbove, kChunkBytes);
+    if (threads > 1) {
+      // Chunks of a few MB for each thread rather than 64 MB ones; only a limit set by
+      // the caller (tests) makes them smaller.
+      size_t share = std::max(length / (size_t(threads) * kChunksPerThread), kSmallestConcurrentChunk);
+      chunk_limit = std::min(chunk_limit, share);
+    }
+    chunked = scanner.plan(chunk_limit, plan);
+    if (chunked && threads > 1) merge_short_chunks(plan, simdjson::SIMDJSON_PADDING);
   }
   Timings::Scope t(timings, "read");
   if (!chunked) {
@@ -205,7 +366,7 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
     GrammarCheck top_check(top.data(), trace.source);
     top_check.map_offsets(plan.array_begin, plan.array_end - plan.array_begin - 1);
     EventReader top_reader(top_check, strings);
-    ChunkedEvents chunked_events{begin, storage->json.size(), plan, reader};
+    ChunkedEvents chunked_events{begin, storage->json.size(), plan, reader, trace.source, threads};
     try {
       parse_document(trace, top.data(), top_length, top.size(), length, top_reader, &chunked_events);
     } catch (const Error&) {

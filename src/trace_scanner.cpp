@@ -130,6 +130,7 @@ bool Scanner::skip_value() {
 bool Scanner::scan_array(size_t chunk_limit, ChunkPlan& out) {
   out.array_begin = p_;
   out.chunks.clear();
+  out.chunk_events.clear();
   ++p_;
   skip_ws();
   if (p_ >= n_) return truncated();
@@ -138,21 +139,26 @@ bool Scanner::scan_array(size_t chunk_limit, ChunkPlan& out) {
     return true;
   }
   size_t chunk_begin = out.array_begin, last_separator = out.array_begin;
+  size_t events = 0;  // in the chunk being planned, the one just skipped included
   for (;;) {
     if (d_[p_] == ',' || d_[p_] == ']') return fail("invalid JSON in traceEvents: expected a value", p_);
     if (!skip_value()) return false;
+    ++events;
     skip_ws();
     if (p_ >= n_) return truncated();
     char c = d_[p_];
     if (c != ',' && c != ']') return fail("invalid JSON in traceEvents: expected ',' or ']'", p_);
     if (p_ - chunk_begin + 1 > chunk_limit && last_separator != chunk_begin) {
       out.chunks.emplace_back(chunk_begin, last_separator);
+      out.chunk_events.push_back(events - 1);
       chunk_begin = last_separator;
+      events = 1;
     }
     last_separator = p_;
     ++p_;
     if (c == ']') {
       out.chunks.emplace_back(chunk_begin, last_separator);
+      out.chunk_events.push_back(events);
       out.array_end = last_separator;
       return true;
     }
@@ -185,6 +191,25 @@ bool Scanner::is_trace_events(std::string_view raw) {
     }
   }
   return key == "traceEvents";
+}
+
+void merge_short_chunks(ChunkPlan& plan, size_t bytes) {
+  size_t kept = 0;
+  for (size_t k = 0; k < plan.chunks.size(); ++k) {
+    if (k > kept) {
+      plan.chunks[kept] = plan.chunks[k];
+      plan.chunk_events[kept] = plan.chunk_events[k];
+    }
+    // A short chunk absorbs the chunks after it until it is long enough.
+    while (k + 1 < plan.chunks.size() && plan.chunks[kept].second - plan.chunks[kept].first <= bytes) {
+      ++k;
+      plan.chunks[kept].second = plan.chunks[k].second;
+      plan.chunk_events[kept] += plan.chunk_events[k];
+    }
+    ++kept;
+  }
+  plan.chunks.resize(kept);
+  plan.chunk_events.resize(kept);
 }
 
 

@@ -20,11 +20,19 @@ namespace tracelane {
 
 // Where the chunked path reads traceEvents: the array's brackets, and chunks of whole
 // events, each the bytes from the separator before its first event (the array's '[' or a
-// ',') to the separator after its last (a ',' or the array's ']'), both inclusive.
+// ',') to the separator after its last (a ',' or the array's ']'), both inclusive, and the
+// number of events (list elements) in each: the concurrent read puts chunk k's events at
+// their final place in the trace before the chunks before it are read.
 struct ChunkPlan {
   size_t array_begin = 0, array_end = 0;
   std::vector<std::pair<size_t, size_t>> chunks;
+  std::vector<size_t> chunk_events;
 };
+
+// Merges every chunk but the last that spans no more than `bytes` bytes past its first
+// separator into the chunk after it, so that chunks read at the same time are that far
+// apart (trace_parser.cpp: simdjson reads up to its padding past a chunk's end).
+void merge_short_chunks(ChunkPlan& plan, size_t bytes);
 
 // Finds, without parsing values, the first top-level traceEvents list and the separators
 // between its elements.

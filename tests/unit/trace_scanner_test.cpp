@@ -84,6 +84,33 @@ TEST(Scanner, ATruncatedDocumentSaysWhereItEnds) {
                                 "(byte " + std::to_string(json.size() - 1) + ")");
 }
 
+TEST(Scanner, CountsTheEventsOfEachChunk) {
+  std::string json = R"({"traceEvents": [{"n": 1}, {"name": "long enough"}, {"n": 3}, 4, [5]]})";
+  Scanner scanner(json.data(), json.size());
+  ChunkPlan plan;
+  ASSERT_TRUE(scanner.plan(20, plan));
+  EXPECT_EQ(plan.chunk_events, (std::vector<size_t>{1, 1, 3}));
+  Scanner again(json.data(), json.size());
+  ASSERT_TRUE(again.plan(1 << 20, plan));
+  EXPECT_EQ(plan.chunk_events, (std::vector<size_t>{5}));
+}
+
+TEST(MergeShortChunks, AChunkNoLongerThanTheGapAbsorbsTheNextOnesButTheLastStaysShort) {
+  // Chunks of one event each: 11, 14, 9, 30 and 9 bytes from first to last separator.
+  std::string json = R"({"traceEvents": [{"n": 1}, {"n": 22}, {"n":3}, {"name": "twenty bytes"}, {"n":5}]})";
+  Scanner scanner(json.data(), json.size());
+  ChunkPlan plan;
+  ASSERT_TRUE(scanner.plan(1, plan));
+  ASSERT_EQ(plan.chunks.size(), 5u);
+  merge_short_chunks(plan, 12);
+  std::vector<std::string> texts;
+  for (auto [first, last] : plan.chunks) texts.push_back(json.substr(first, last - first + 1));
+  EXPECT_EQ(texts, (std::vector<std::string>{R"([{"n": 1}, {"n": 22},)", R"(, {"n":3}, {"name": "twenty bytes"},)",
+                                             R"(, {"n":5}])"}));
+  EXPECT_EQ(plan.chunk_events, (std::vector<size_t>{2, 2, 1}));
+  for (size_t k = 0; k + 1 < plan.chunks.size(); ++k) EXPECT_GT(plan.chunks[k].second - plan.chunks[k].first, 12u);
+}
+
 TEST(ChunkBrackets, MakeAChunkAnArrayAndPutTheSeparatorsBack) {
   std::string json = R"({"traceEvents": [{"n": 1}, {"n": 2}, {"n": 3}]})";
   std::string before = json;
