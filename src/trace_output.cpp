@@ -190,8 +190,10 @@ std::string trace_text(const TraceText& text) {
   return out;
 }
 
-uint64_t write_trace_text(const TraceText& text, const OutputEncoding& encoding,
-                          const std::function<void(std::string_view bytes)>& sink, Timings* timings) {
+namespace {
+
+uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
+                        const std::function<void(std::string_view bytes)>& sink, Timings* timings) {
   uint64_t handed = 0;
   auto hand_on = [&](std::string_view bytes) {
     sink(bytes);
@@ -280,6 +282,16 @@ uint64_t write_trace_text(const TraceText& text, const OutputEncoding& encoding,
     if (encoding.gzip) timings->add_cpu("compress (blocks)", compress_cpu.load());
   }
   return handed;
+}
+
+}  // namespace
+
+uint64_t write_trace_text(const TraceText& text, const OutputEncoding& encoding,
+                          const std::function<void(std::string_view bytes)>& sink, Timings* timings) {
+  // Isolated: while it waits for its blocks, the calling thread takes only this output's
+  // work, never another file's job from a sweep's graph, which would hold this output
+  // (its temporary, its trace in memory) up for a whole file.
+  return tbb::this_task_arena::isolate([&] { return write_isolated(text, encoding, sink, timings); });
 }
 
 }  // namespace tracelane
