@@ -5,12 +5,16 @@
 //   read_ranks -> align_clocks -> order_pp_ranks -> renumber_ranks -> measure_figures ->
 //   add_pp_flows -> set_merged_top_level -> serialise
 // Every step has one shape, `void step(Merge& m)`, and opens with a scoped timer of its
-// own name. Renumbering goes rank by rank (renumber_rank): a rank's work touches only its
-// own trace, but the pid and flow id counters run on from one rank to the next in PP
-// order. Serialisation goes in blocks of events, concurrently (trace_output.hpp).
+// own name. Renumbering works on the ranks concurrently where a rank's work touches only
+// its own trace; the pid and flow id counters run on from one rank to the next in PP order
+// (renumber_ranks). Serialisation goes in blocks of events, concurrently (trace_output.hpp).
 #include "tracelane/merge.hpp"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
+#include <exception>
 #include <set>
 #include <unordered_map>
 
@@ -24,9 +28,8 @@
 namespace tracelane {
 
 int64_t MergeFlowIds::id(int pp_rank, size_t k) {
-  constexpr int64_t kRankIdStride = 1000000000;  // 1e9
   static_assert(kFirstPpFlowId % kRankIdStride == 0);
-  if (pp_rank >= 0 && pp_rank < kFirstPpFlowId / kRankIdStride - 1 && k < size_t(kRankIdStride))
+  if (own_range(pp_rank) && k < size_t(kRankIdStride))
     return int64_t(pp_rank + 1) * kRankIdStride + int64_t(k);
   return next_shared++;
 }
@@ -185,12 +188,24 @@ using PidMap = std::unordered_map<int64_t, int64_t>;  // the rank's pid -> the m
 
 // The rank's pids get the merged file's next numbers, its other processes before its GPU,
 // each with a process_name and process_sort_index that say which rank it is.
-PidMap renumber_pids(Merge& m, MergeRank& rank) {
+// The pids a rank's events use: its GPU pids (those of its lanes) and the others.
+struct RankPids {
+  std::set<int64_t> gpu, other;
+};
+RankPids pids_of(const MergeRank& rank) {
   const CompactedTrace& compacted = rank.input->compacted;
-  std::set<int64_t> gpu_pids, other_pids;
-  for (const Lane& lane : compacted.lanes) gpu_pids.insert(lane.pid);
+  RankPids pids;
+  for (const Lane& lane : compacted.lanes) pids.gpu.insert(lane.pid);
   for (const Event& event : compacted.trace.events)
-    if (event.pid.is_int() && !gpu_pids.count(event.pid.value)) other_pids.insert(event.pid.value);
+    if (event.pid.is_int() && !pids.gpu.count(event.pid.value)) pids.other.insert(event.pid.value);
+  return pids;
+}
+
+// New pids for a rank's pids, counting on from the ranks before it in PP order, and the
+// process metadata that names them.
+PidMap renumber_pids(Merge& m, MergeRank& rank, const RankPids& pids) {
+  const std::set<int64_t>& gpu_pids = pids.gpu;
+  const std::set<int64_t>& other_pids = pids.other;
   PidMap new_pid;
   int position = 0;
   for (const auto* group : {&other_pids, &gpu_pids}) {
@@ -262,9 +277,10 @@ void check_slices_moved_by_offset(const MergeRank& rank) {
   }
 }
 
-void renumber_rank(Merge& m, MergeRank& rank) {
+// Everything of a rank's renumbering past its pids: touches only the rank's own trace
+// (and, for flow ids outside the ranks' own ranges, the shared counter: see renumber_ranks).
+void move_rank(Merge& m, MergeRank& rank, const PidMap& new_pid) {
   CompactedTrace& compacted = rank.input->compacted;
-  PidMap new_pid = renumber_pids(m, rank);
   move_events(m, rank, new_pid);
   // Shifted times are new numbers for Perfetto: redo where annotations must split.
   if (rank.offset_ns) rebuild_annotation_tracks(compacted);
@@ -283,10 +299,42 @@ void renumber_rank(Merge& m, MergeRank& rank) {
   }
 }
 
-// Rank by rank in PP order, so that pids and flow ids count up through the stages.
+// Runs `work(k)` for every stacked rank k, concurrently in the caller's arena (isolated:
+// a waiting thread takes no other file's job), and rethrows the failure of the first rank
+// in PP order that failed, as running them one after another would.
+template <class Work>
+void for_each_rank(const Merge& m, Work&& work) {
+  std::vector<std::exception_ptr> failures(m.stacked.size());
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(size_t(0), m.stacked.size(), [&](size_t k) {
+      try {
+        work(k);
+      } catch (...) {
+        failures[k] = std::current_exception();
+      }
+    });
+  });
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+}
+
+// Rank by rank in PP order, so that pids and flow ids count up through the stages: the
+// counters run on from one rank to the next. What a rank's own events need is done for
+// every rank concurrently around them: finding its pids, then moving its events.
 void renumber_ranks(Merge& m) {
   Timings::Scope t(m.timings, "renumber_ranks");
-  for (MergeRank* rank : m.stacked) renumber_rank(m, *rank);
+  std::vector<RankPids> pids(m.stacked.size());
+  for_each_rank(m, [&](size_t k) { pids[k] = pids_of(*m.stacked[k]); });
+  std::vector<PidMap> new_pids;
+  for (size_t k = 0; k < m.stacked.size(); ++k) new_pids.push_back(renumber_pids(m, *m.stacked[k], pids[k]));
+  // A rank's flow ids are its own range ((p + 1) * 1e9 + k) for PP ranks below 999; a
+  // rank beyond takes them from the shared counter, in PP order (MergeFlowIds).
+  bool own_ranges = true;
+  for (const MergeRank* rank : m.stacked) own_ranges = own_ranges && MergeFlowIds::own_range(rank->pp_rank);
+  if (own_ranges)
+    for_each_rank(m, [&](size_t k) { move_rank(m, *m.stacked[k], new_pids[k]); });
+  else
+    for (size_t k = 0; k < m.stacked.size(); ++k) move_rank(m, *m.stacked[k], new_pids[k]);
   // The rebuild may have changed a rank's sub-track counts: its summary is final only now.
   for (const MergeRank& rank : m.ranks) m.summary.per_rank.push_back({rank.global_rank, rank.input->compacted.summary});
 }
@@ -302,12 +350,13 @@ void measure_figures(Merge& m) {
 // The arrows between and within stages (SPEC 7), from every rank's renumbered tracks.
 void add_pp_flows(Merge& m) {
   Timings::Scope t(m.timings, "add_pp_flows");
+  std::vector<std::vector<AnnotationSpan>> rank_spans(m.stacked.size());
+  for_each_rank(m, [&](size_t k) { rank_spans[k] = collect_annotation_spans(m.stacked[k]->trace()); });
   std::vector<AnnotationSpan> spans;
   std::vector<PidTracks> pid_tracks;
-  for (const MergeRank* rank : m.stacked) {
-    auto rank_spans = collect_annotation_spans(rank->trace());
-    spans.insert(spans.end(), rank_spans.begin(), rank_spans.end());
-    pid_tracks.insert(pid_tracks.end(), rank->pid_tracks.begin(), rank->pid_tracks.end());
+  for (size_t k = 0; k < m.stacked.size(); ++k) {
+    spans.insert(spans.end(), rank_spans[k].begin(), rank_spans[k].end());
+    pid_tracks.insert(pid_tracks.end(), m.stacked[k]->pid_tracks.begin(), m.stacked[k]->pid_tracks.end());
   }
   PpResult pp = build_pp_flows(spans, pid_tracks, true, m.rules, m.flow_ids.next_shared);
   m.summary.pp = pp.counts;

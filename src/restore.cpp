@@ -26,6 +26,8 @@
 #include "tracelane/restore.hpp"
 
 #include <libdeflate.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <array>
@@ -522,11 +524,16 @@ size_t RestoreData::sources() const { return encoders_->list.size(); }
 void RestoreData::walk(size_t k) { encoders_->list.at(k)->walk(); }
 
 std::string RestoreData::member(const OutputFrame& frame) {
+  // Each record is DEFLATE'd on its own (a merge's, one a rank): concurrently.
+  std::vector<std::string> records(encoders_->list.size());
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(size_t(0), records.size(), [&](size_t k) { records[k] = encoders_->list[k]->encode(frame); });
+  });
   std::string member(key_pattern());
-  for (size_t k = 0; k < encoders_->list.size(); ++k) {
+  for (size_t k = 0; k < records.size(); ++k) {
     if (k) member += ", ";
     member.push_back('"');
-    append_base64(member, encoders_->list[k]->encode(frame));
+    append_base64(member, records[k]);
     member.push_back('"');
   }
   member += "]";

@@ -252,6 +252,7 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   covered.update(tail);
   text_size += tail.size();
   if (restore) {
+    Timings::Scope scope(timings, "restore data");  // what is left of it once the blocks are out
     walks.wait();
     std::string head = frame.head + "  ";  // the output up to the first event's '{'
     OutputFrame around;

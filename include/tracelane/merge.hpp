@@ -26,8 +26,12 @@ std::optional<int64_t> read_base_time_ns(const Trace& trace, bool& present_but_i
 // 1e12 on, and the PP ids follow them: no two pairs of a merged file share an id,
 // whatever the rank count, and files that fit keep SPEC 8's ids.
 struct MergeFlowIds {
+  static constexpr int64_t kRankIdStride = 1000000000;  // 1e9 ids a rank
   int64_t next_shared = kFirstPpFlowId;  // then the first PP arrow id
   int64_t id(int pp_rank, size_t k);
+  // Whether rank p's ids all come from its own range (then they never touch next_shared:
+  // no rank holds 1e9 distinct flow ids in memory).
+  static bool own_range(int pp_rank) { return pp_rank >= 0 && pp_rank < kFirstPpFlowId / kRankIdStride - 1; }
 };
 
 struct MergeInput {
