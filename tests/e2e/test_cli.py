@@ -401,10 +401,11 @@ def test_timings(cli, work):
         top = [p for p in timing_phases(result.stderr) if not p.startswith(" ")]
         checks.equal(top, ["read", "parse", "compact", "figures", "write"],
                      "compact --timings: top-level phases")
-        # The streamed write: the CPU time its blocks took serialising and compressing.
+        # The streamed write: what is left of the restore data once the blocks are out, and
+        # the CPU time the blocks took serialising and compressing.
         phases = timing_phases(result.stderr)
         write_at = phases.index("write")
-        checks.equal(phases[write_at + 1:write_at + 3], ["  serialise", "  compress"],
+        checks.equal(phases[write_at + 1:write_at + 4], ["  restore", "  serialise", "  compress"],
                      "compact --timings: the streamed write's phases")
     # One thread: the ranks one after another, each timed (with more, one phase for all).
     result = cli.run("merge", d, "-o", os.path.join(d, "merged.json.gz"), "--timings", "--jobs", "1")
