@@ -1,4 +1,6 @@
 // Merging the per-rank traces of a PP job (SPEC 8, 9.7).
+#include <tbb/task_arena.h>
+
 #include <set>
 
 #include "test_support.hpp"
@@ -470,4 +472,30 @@ TEST(MergeRanks, BaseTimesMissingFromThousandsOfRanksNameAFewThenACount) {
   EXPECT_EQ(message.find("rank7_trace.json"), std::string::npos) << message;
   EXPECT_NE(message.find("and 1994 more"), std::string::npos) << message;
   EXPECT_LT(message.size(), 400u);
+}
+
+// --- Ranks renumbered concurrently ---------------------------------------------------------
+
+// Each rank's events are moved concurrently; when several ranks fail, the one reported is
+// the first in PP order, as when they are moved one after another, whatever the threads.
+TEST(MergeRanks, TheFirstRankInPpOrderThatFailsIsTheOneReportedForAnyThreads) {
+  // Ranks 1 and 2 are 2e18 ns after rank 0: their kernels at 2e15 us move beyond 3e15 us.
+  auto far_rank = [](int64_t rank) {
+    return std::vector<std::string>{kernel(0, 7, "2000000000000000", "5", "k_" + std::to_string(rank))};
+  };
+  for (int threads : {1, 2, 4}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    std::string message;
+    tbb::task_arena(threads).execute([&] {
+      try {
+        merge({{"rank0_trace.json", rank_trace(0, 0, small_rank(0))},
+               {"rank1_trace.json", rank_trace(1, 2000000000000000000, far_rank(1))},
+               {"rank2_trace.json", rank_trace(2, 2000000000000000000, far_rank(2))}});
+      } catch (const Error& e) {
+        message = e.what();
+      }
+    });
+    EXPECT_EQ(message.rfind("rank1_trace.json: event #", 0), 0u) << message;
+    EXPECT_NE(message.find("ts moved by the clock offset beyond"), std::string::npos) << message;
+  }
 }
