@@ -11,18 +11,6 @@ namespace tracelane::restore_codec {
 // "stream 22" of a thread_name move together).
 enum TokenCode : uint8_t { kSameToken = 0, kShiftedToken = 1, kTextToken = 2, kShiftedAgain = 3 };
 
-uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-uint64_t read64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;  // little-endian machines only (x86-64, aarch64), as XXH64 defines it
-}
-uint32_t read32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 void put_varint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
     out.push_back(char(v | 0x80));
