@@ -37,16 +37,25 @@ def main(argv):
         runs.append((jobs, read(path)))
     if not runs:
         sys.exit(__doc__)
-    # Top-level phases, and the streamed write's CPU-only phases (wall "-") under them.
+    # Top-level phases, and the streamed write's own phases under them (the restore data
+    # left after the blocks; the blocks' CPU time, wall "-").
+    def shown(phases):
+        top = ""
+        for depth, name, wall, cpu in phases:
+            if depth == 0:
+                top = name
+            if depth == 0 or wall is None or (depth == 1 and top.startswith("write")):
+                yield depth, name, wall, cpu
+
     names = []
     for _, phases in runs:
-        for depth, name, wall, _ in phases:
-            if (depth == 0 or wall is None) and name not in names:
+        for _, name, _, _ in shown(phases):
+            if name not in names:
                 names.append(name)
 
     def find(phases, name):
-        for depth, n, wall, cpu in phases:
-            if n == name and (depth == 0 or wall is None):
+        for depth, n, wall, cpu in shown(phases):
+            if n == name:
                 return wall, cpu, depth
         return None
 

@@ -145,6 +145,7 @@ MergedOutput merge_and_write(std::vector<MergeInput> ranks, const std::vector<Na
     });
     out.summary = std::move(merged.summary);
     out.figures = std::move(merged.figures);
+    if (!file) throw Error(output.string() + ": internal: the merge wrote no output");
     Timings::Scope commit(job.timings, "commit");
     OutputRecords stored;
     if (records) stored = records(out.summary, out.figures, out.output_bytes);
