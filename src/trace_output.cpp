@@ -113,7 +113,9 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
   std::optional<tbb::enumerable_thread_specific<MemberCompressor>> compressors;
   if (compress) compressors.emplace([level = encoding.level] { return MemberCompressor(level); });
   // Items are block numbers; the pieces wait in `pieces` (an exception cancels the
-  // pipeline without an owning object left in its buffers).
+  // pipeline without an owning object left in its buffers). At most `tokens` pieces are in
+  // flight: ~5 MiB each, never more than the whole text the writer held before streaming
+  // (what the sweep's memory budget still counts, memory_budget.hpp).
   std::vector<Piece> pieces(blocks.size());
   size_t next = 0;
   const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
