@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <libdeflate.h>
 #include <simdjson.h>
 
 #include <cmath>
@@ -17,6 +18,27 @@
 #include "tracelane/trace.hpp"
 
 namespace tracelane::testing {
+
+// The uncompressed size of each gzip member of `gz`, read one after another with libdeflate
+// (`capacity`: at least the largest member's text); SIZE_MAX last where one does not read.
+inline std::vector<size_t> gzip_member_sizes(const std::string& gz, size_t capacity = size_t(64) << 20) {
+  std::vector<size_t> sizes;
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  std::string out(capacity + 1, '\0');
+  size_t in_pos = 0;
+  while (in_pos < gz.size()) {
+    size_t consumed = 0, produced = 0;
+    if (libdeflate_gzip_decompress_ex(d, gz.data() + in_pos, gz.size() - in_pos, out.data(), out.size(), &consumed,
+                                      &produced) != LIBDEFLATE_SUCCESS) {
+      sizes.push_back(SIZE_MAX);
+      break;
+    }
+    sizes.push_back(produced);
+    in_pos += consumed;
+  }
+  libdeflate_free_decompressor(d);
+  return sizes;
+}
 
 // A trace document from event objects written as JSON text, with optional extra
 // top-level keys (raw JSON, e.g. R"("baseTimeNanoseconds": 1000)").

@@ -8,9 +8,11 @@
 #include <random>
 #include <stdexcept>
 
+#include "test_support.hpp"
 #include "tracelane/gzip.hpp"
 
 using namespace tracelane;
+using tracelane::testing::gzip_member_sizes;
 
 namespace {
 
@@ -24,33 +26,13 @@ std::string trace_like_text(size_t size, unsigned seed) {
   return text;
 }
 
-// The members' sizes in input bytes, read member by member with libdeflate.
-std::vector<size_t> member_sizes(const std::string& gz) {
-  std::vector<size_t> sizes;
-  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
-  std::string out(size_t(64) << 20, '\0');
-  size_t in_pos = 0;
-  while (in_pos < gz.size()) {
-    size_t consumed = 0, produced = 0;
-    if (libdeflate_gzip_decompress_ex(d, gz.data() + in_pos, gz.size() - in_pos, out.data(), out.size(), &consumed,
-                                      &produced) != LIBDEFLATE_SUCCESS) {
-      sizes.push_back(SIZE_MAX);
-      break;
-    }
-    sizes.push_back(produced);
-    in_pos += consumed;
-  }
-  libdeflate_free_decompressor(d);
-  return sizes;
-}
-
 TEST(GzipMembers, OneMemberPerMemberBytesOfInputAndGunzipGivesTheInputBack) {
   const size_t member = 1000;
   for (size_t size : {size_t(0), size_t(1), member - 1, member, member + 1, 3 * member + member / 2}) {
     std::string text = trace_like_text(size, unsigned(size));
     std::string gz = gzip_compress_members(text, 6, member);
     EXPECT_EQ(gunzip(gz, "members"), text) << size;
-    std::vector<size_t> sizes = member_sizes(gz);
+    std::vector<size_t> sizes = gzip_member_sizes(gz);
     size_t expected = std::max<size_t>(1, (size + member - 1) / member);
     ASSERT_EQ(sizes.size(), expected) << size;
     for (size_t k = 0; k + 1 < sizes.size(); ++k) EXPECT_EQ(sizes[k], member) << size << " member " << k;
@@ -63,7 +45,7 @@ TEST(GzipMembers, TheBytesDoNotDependOnTheNumberOfThreads) {
   std::string one, four;
   tbb::task_arena(1).execute([&] { one = gzip_compress_members(text, 6, size_t(64) << 10); });
   tbb::task_arena(4).execute([&] { four = gzip_compress_members(text, 6, size_t(64) << 10); });
-  EXPECT_EQ(member_sizes(one).size(), 48u);
+  EXPECT_EQ(gzip_member_sizes(one).size(), 48u);
   EXPECT_EQ(one, four);
 }
 

@@ -92,27 +92,6 @@ Streamed stream(const TraceText& text, const OutputEncoding& encoding, int threa
                                        << want.substr(from, 100);
 }
 
-// The uncompressed size of each gzip member of `gz`, read one after another with
-// libdeflate (`capacity`: at least the largest member's text).
-std::vector<size_t> member_sizes(const std::string& gz, size_t capacity) {
-  std::vector<size_t> sizes;
-  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
-  std::string out(capacity + 1, '\0');
-  size_t in_pos = 0;
-  while (in_pos < gz.size()) {
-    size_t consumed = 0, produced = 0;
-    if (libdeflate_gzip_decompress_ex(d, gz.data() + in_pos, gz.size() - in_pos, out.data(), out.size(), &consumed,
-                                      &produced) != LIBDEFLATE_SUCCESS) {
-      sizes.push_back(SIZE_MAX);
-      break;
-    }
-    sizes.push_back(produced);
-    in_pos += consumed;
-  }
-  libdeflate_free_decompressor(d);
-  return sizes;
-}
-
 // A trace of `kernels` kernels on six streams of GPU 0 with what compaction and merge
 // drop (identical overlapping annotations, which are coalesced; the streams' thread_name
 // metadata, which a merged rank loses), flows from CPU ops to kernels, numbers spelled
@@ -337,7 +316,7 @@ TEST(TraceOutput, GzipMembersDecompressToTheTextAndDoNotDependOnTheThreads) {
         else
           EXPECT_TRUE(gz.bytes == one_thread) << threads << " threads: other gzip bytes than one thread's";
       }
-      std::vector<size_t> sizes = member_sizes(one_thread, whole.size());
+      std::vector<size_t> sizes = gzip_member_sizes(one_thread, whole.size());
       size_t total = 0;
       for (size_t size : sizes) total += size;
       EXPECT_EQ(total, whole.size());
@@ -362,7 +341,7 @@ TEST(TraceOutput, MemberBytesZeroWritesOneMemberOfTheWholeText) {
       Streamed gz = stream(compacted_text(compacted), gzip_in_blocks(0), threads);
       EXPECT_EQ(gz.calls, 1u);
       EXPECT_TRUE(gz.bytes == gzip_compress(whole, 6)) << threads << " threads, restore data " << restore_data;
-      EXPECT_EQ(member_sizes(gz.bytes, whole.size()), std::vector<size_t>{whole.size()});
+      EXPECT_EQ(gzip_member_sizes(gz.bytes, whole.size()), std::vector<size_t>{whole.size()});
       EXPECT_TRUE(same_text(gunzip(gz.bytes, "out.json.gz"), whole));
     }
   }
@@ -378,13 +357,13 @@ TEST(TraceOutput, CorpusMembersCostUnderOnePercentAtLevelSix) {
     std::string whole = write_compacted(trace.compacted);
     std::string gz = stream(compacted_text(trace.compacted), gzip_in_blocks(kGzipMemberBytes)).bytes;
     std::string one = gzip_compress(whole, 6);
-    EXPECT_GE(member_sizes(gz, kGzipMemberBytes + (size_t(1) << 20)).size(), 3u);
+    EXPECT_GE(gzip_member_sizes(gz, kGzipMemberBytes + (size_t(1) << 20)).size(), 3u);
     EXPECT_LT(double(gz.size()) / double(one.size()), 1.01) << gz.size() << " vs " << one.size();
     EXPECT_TRUE(same_text(gunzip(gz, trace.name), whole));
     if (checked_single) return;
     checked_single = true;  // member_bytes = 0 is one member even here
     std::string single = stream(compacted_text(trace.compacted), gzip_in_blocks(0)).bytes;
-    EXPECT_EQ(member_sizes(single, whole.size()), std::vector<size_t>{whole.size()});
+    EXPECT_EQ(gzip_member_sizes(single, whole.size()), std::vector<size_t>{whole.size()});
     EXPECT_TRUE(single == one);
   });
   EXPECT_GE(checked, 2u);
