@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tracelane/trace.hpp"
+#include "tsan_handoff.hpp"
 
 namespace tracelane {
 
@@ -251,26 +252,40 @@ void gzip_compress_members(std::string_view bytes, int level, size_t member_byte
   std::vector<std::string> outputs(members);
   size_t next = 0;
   const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
+  // The hand-offs, for TSan (tsan_handoff.hpp), as in trace_output.cpp's pipeline.
+  tsan_release(&next);
+  tsan_release(&sink);
   tbb::parallel_pipeline(
       tokens,
       tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
                                      [&](tbb::flow_control& control) -> size_t {
+                                       tsan_acquire(&next);
                                        if (next == members) {
                                          control.stop();
+                                         tsan_release(&next);
                                          return 0;
                                        }
-                                       return next++;
+                                       tsan_release(&outputs[next]);
+                                       size_t k = next++;
+                                       tsan_release(&next);
+                                       return k;
                                      }) &
           tbb::make_filter<size_t, size_t>(
               tbb::filter_mode::parallel,
               [&](size_t k) {
+                tsan_acquire(&outputs[k]);
                 outputs[k] = workers.local().compress(bytes.substr(k * member_bytes, member_bytes));
+                tsan_release(&outputs[k]);
                 return k;
               }) &
           tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
+            tsan_acquire(&outputs[k]);
+            tsan_acquire(&sink);
             std::string member = std::move(outputs[k]);
             sink(member);
+            tsan_release(&sink);
           }));
+  tsan_acquire(&sink);
 }
 
 std::string gzip_compress_members(std::string_view bytes, int level, size_t member_bytes) {

@@ -37,6 +37,7 @@
 #include <unordered_map>
 
 #include "restore_codec.hpp"
+#include "tsan_handoff.hpp"
 #include "tracelane/decimal_time.hpp"
 
 namespace tracelane {
@@ -526,9 +527,15 @@ void RestoreData::walk(size_t k) { encoders_->list.at(k)->walk(); }
 std::string RestoreData::member(const OutputFrame& frame) {
   // Each record is DEFLATE'd on its own (a merge's, one a rank): concurrently.
   std::vector<std::string> records(encoders_->list.size());
+  tsan_release(&frame);  // the hand-offs to and from the tasks (tsan_handoff.hpp)
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(size_t(0), records.size(), [&](size_t k) { records[k] = encoders_->list[k]->encode(frame); });
+    tbb::parallel_for(size_t(0), records.size(), [&](size_t k) {
+      tsan_acquire(&frame);
+      records[k] = encoders_->list[k]->encode(frame);
+      tsan_release(&records[k]);
+    });
   });
+  for (const std::string& record : records) tsan_acquire(&record);
   std::string member(key_pattern());
   for (size_t k = 0; k < records.size(); ++k) {
     if (k) member += ", ";

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "event_writer.hpp"
+#include "tsan_handoff.hpp"
 #include "tracelane/timings.hpp"
 
 namespace tracelane {
@@ -119,18 +120,29 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
   std::vector<Piece> pieces(blocks.size());
   size_t next = 0;
   const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
+  // The hand-offs, for TSan (tsan_handoff.hpp): this thread -> the input stage (`next`),
+  // the input stage -> a block's task -> the output stage (the block's piece), one output
+  // call -> the next and -> this thread afterwards (`put`'s state).
+  tsan_release(&next);
+  tsan_release(&put);
   tbb::parallel_pipeline(
       tokens,
       tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
                                      [&](tbb::flow_control& control) -> size_t {
+                                       tsan_acquire(&next);
                                        if (next == blocks.size()) {
                                          control.stop();
+                                         tsan_release(&next);
                                          return 0;
                                        }
-                                       return next++;
+                                       tsan_release(&pieces[next]);
+                                       size_t k = next++;
+                                       tsan_release(&next);
+                                       return k;
                                      }) &
           tbb::make_filter<size_t, size_t>(tbb::filter_mode::parallel,
                                            [&](size_t k) {
+                                             tsan_acquire(&pieces[k]);
                                              double start = thread_cpu_now();
                                              Piece& piece = pieces[k];
                                              piece.text.reserve(blocks[k].bound + (k == 0 ? head.size() : 0));
@@ -142,12 +154,17 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
                                                piece.member = compressors->local().compress(piece.text);
                                                add_seconds(compress_cpu, start);
                                              }
+                                             tsan_release(&pieces[k]);
                                              return k;
                                            }) &
           tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
+            tsan_acquire(&pieces[k]);
+            tsan_acquire(&put);
             Piece piece = std::move(pieces[k]);
             put(k, piece);
+            tsan_release(&put);
           }));
+  tsan_acquire(&put);
   size_t written = 0;
   for (const Block& block : blocks) written += block.written;
   return written;
@@ -218,6 +235,8 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   std::vector<Block> blocks = plan_blocks(text, block_bytes);
 
   // The restore records' walks run beside the blocks; they read only the source traces.
+  // Their hand-offs, for TSan (tsan_handoff.hpp): this thread -> each walk -> back.
+  std::vector<char> walked(text.restore_data ? text.sources.size() : 0);
   std::optional<RestoreData> restore;
   tbb::task_group walks;
   struct WaitOnExit {  // the walks read what the caller owns: never leave them running
@@ -231,7 +250,13 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   } wait_on_exit{walks};
   if (text.restore_data) {
     restore.emplace(text.sources);
-    for (size_t k = 0; k < restore->sources(); ++k) walks.run([&, k] { restore->walk(k); });
+    tsan_release(&restore);
+    for (size_t k = 0; k < restore->sources(); ++k)
+      walks.run([&, k] {
+        tsan_acquire(&restore);
+        restore->walk(k);
+        tsan_release(&walked[k]);
+      });
   }
   Xxhash64 covered;
   uint64_t text_size = 0;
@@ -256,6 +281,7 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   if (restore) {
     Timings::Scope scope(timings, "restore data");  // what is left of it once the blocks are out
     walks.wait();
+    for (const char& walk : walked) tsan_acquire(&walk);
     std::string head = frame.head + "  ";  // the output up to the first event's '{'
     OutputFrame around;
     around.head = written > 0 ? std::string_view(head) : std::string_view();

@@ -26,34 +26,16 @@
 #include "event_reader.hpp"
 #include "json_grammar.hpp"
 #include "trace_scanner.hpp"
+#include "tsan_handoff.hpp"
 #include "tracelane/timings.hpp"
 #include "tracelane/trace.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#include <sanitizer/tsan_interface.h>
-#endif
 
 namespace tracelane {
 namespace {
 
-// ThreadSanitizer cannot see oneTBB hand a task to a worker, nor parallel_for's wait for
-// it, when libtbb is not built with it (tests/tsan.supp): it would report every byte a
-// chunk's task touches after the calling thread. These two tell it of exactly those
-// hand-offs, which oneTBB makes, and no others: the tasks of one round stay unordered for
-// it, so a race between two of them is still reported. A task takes over from the calling
-// thread through a tag it can name before it reads anything the caller wrote (its
-// captures included); only calling threads release it.
+// The tag a round's tasks take over from the calling thread (tsan_handoff.hpp): a task
+// names it before it reads anything the caller wrote (its captures included).
 char tsan_round_start;
-inline void tsan_release([[maybe_unused]] const void* tag) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_release(const_cast<void*>(tag));
-#endif
-}
-inline void tsan_acquire([[maybe_unused]] const void* tag) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_acquire(const_cast<void*>(tag));
-#endif
-}
 
 namespace od = simdjson::ondemand;
 

@@ -145,8 +145,9 @@ void expect_streamed_equals_whole(const CompactedTrace& compacted, const std::st
       Streamed out = stream(compacted_text(compacted), text_in_blocks(block_bytes), threads);
       ASSERT_TRUE(same_text(out.bytes, whole));
       EXPECT_EQ(out.returned, whole.size());
-      if (block_bytes == 1)  // a block per event, the last one handed on with the tail
+      if (block_bytes == 1) {  // a block per event, the last one handed on with the tail
         EXPECT_EQ(out.calls, std::max<size_t>(written_events(compacted), 1));
+      }
     }
 }
 
@@ -638,10 +639,11 @@ TEST(TraceOutput, TimingsGetTheBlocksCpuTimeAndNoWallTime) {
       names.push_back(phase.name);
       if (phase.name == "write") continue;
       EXPECT_EQ(phase.depth, 1) << phase.name;
-      if (phase.name == "restore data")
+      if (phase.name == "restore data") {
         EXPECT_GE(phase.wall_s, 0);
-      else
+      } else {
         EXPECT_LT(phase.wall_s, 0) << phase.name;
+      }
       EXPECT_GE(phase.cpu_s, 0) << phase.name;
       EXPECT_FALSE(phase.open);
     }
