@@ -306,19 +306,19 @@ void move_rank(Merge& m, MergeRank& rank, const PidMap& new_pid) {
 template <class Work>
 void for_each_rank(const Merge& m, Work&& work) {
   std::vector<std::exception_ptr> failures(m.stacked.size());
-  const char start = 0;  // what the tasks take over from this thread (tsan_handoff.hpp)
-  tsan_release(&start);
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(size_t(0), m.stacked.size(), [&](size_t k) {
-      tsan_acquire(&start);
-      try {
-        work(k);
-      } catch (...) {
-        failures[k] = std::current_exception();
-      }
-      tsan_release(&failures[k]);
-    });
-  });
+  // The task is made before the hand-off to the workers, for TSan (tsan_handoff.hpp):
+  // parallel_for calls it through a reference.
+  auto task = [&](size_t k) {
+    tsan_acquire(&tsan_task_start);
+    try {
+      work(k);
+    } catch (...) {
+      failures[k] = std::current_exception();
+    }
+    tsan_release(&failures[k]);
+  };
+  tsan_release(&tsan_task_start);
+  tbb::this_task_arena::isolate([&] { tbb::parallel_for(size_t(0), m.stacked.size(), task); });
   for (const std::exception_ptr& failure : failures) tsan_acquire(&failure);
   for (const std::exception_ptr& failure : failures)
     if (failure) std::rethrow_exception(failure);

@@ -527,14 +527,15 @@ void RestoreData::walk(size_t k) { encoders_->list.at(k)->walk(); }
 std::string RestoreData::member(const OutputFrame& frame) {
   // Each record is DEFLATE'd on its own (a merge's, one a rank): concurrently.
   std::vector<std::string> records(encoders_->list.size());
-  tsan_release(&frame);  // the hand-offs to and from the tasks (tsan_handoff.hpp)
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(size_t(0), records.size(), [&](size_t k) {
-      tsan_acquire(&frame);
-      records[k] = encoders_->list[k]->encode(frame);
-      tsan_release(&records[k]);
-    });
-  });
+  // The hand-offs to and from the tasks, for TSan (tsan_handoff.hpp); the task is made
+  // before them (parallel_for calls it through a reference).
+  auto task = [&](size_t k) {
+    tsan_acquire(&tsan_task_start);
+    records[k] = encoders_->list[k]->encode(frame);
+    tsan_release(&records[k]);
+  };
+  tsan_release(&tsan_task_start);
+  tbb::this_task_arena::isolate([&] { tbb::parallel_for(size_t(0), records.size(), task); });
   for (const std::string& record : records) tsan_acquire(&record);
   std::string member(key_pattern());
   for (size_t k = 0; k < records.size(); ++k) {

@@ -1,6 +1,7 @@
 #include "tracelane/trace_output.hpp"
 
 #include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <optional>
 
 #include "event_writer.hpp"
@@ -123,12 +125,12 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
   // The hand-offs, for TSan (tsan_handoff.hpp): this thread -> the input stage (`next`),
   // the input stage -> a block's task -> the output stage (the block's piece), one output
   // call -> the next and -> this thread afterwards (`put`'s state).
-  tsan_release(&next);
-  tsan_release(&put);
-  tbb::parallel_pipeline(
-      tokens,
+  // The stages are made before the hand-offs (tsan_handoff.hpp: the pipeline runs them
+  // from its nodes).
+  tbb::filter<void, void> stages =
       tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
                                      [&](tbb::flow_control& control) -> size_t {
+                                       tsan_acquire(&tsan_task_start);
                                        tsan_acquire(&next);
                                        if (next == blocks.size()) {
                                          control.stop();
@@ -142,6 +144,7 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
                                      }) &
           tbb::make_filter<size_t, size_t>(tbb::filter_mode::parallel,
                                            [&](size_t k) {
+                                             tsan_acquire(&tsan_task_start);
                                              tsan_acquire(&pieces[k]);
                                              double start = thread_cpu_now();
                                              Piece& piece = pieces[k];
@@ -158,12 +161,26 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
                                              return k;
                                            }) &
           tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
+            tsan_acquire(&tsan_task_start);
             tsan_acquire(&pieces[k]);
             tsan_acquire(&put);
             Piece piece = std::move(pieces[k]);
             put(k, piece);
             tsan_release(&put);
-          }));
+          });
+  tsan_release(&tsan_task_start);
+  tsan_release(&next);
+  tsan_release(&put);
+  try {
+    tbb::parallel_pipeline(tokens, stages);
+  } catch (...) {
+    // Cancelled: the items whose blocks were made but never handed on are this thread's
+    // again (to free), for TSan too.
+    for (const auto& item : pieces) tsan_acquire(&item);
+    tsan_acquire(&next);
+    throw;
+  }
+  tsan_acquire(&next);  // the input stage's last call, which stopped it
   tsan_acquire(&put);
   size_t written = 0;
   for (const Block& block : blocks) written += block.written;
@@ -235,9 +252,19 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   std::vector<Block> blocks = plan_blocks(text, block_bytes);
 
   // The restore records' walks run beside the blocks; they read only the source traces.
-  // Their hand-offs, for TSan (tsan_handoff.hpp): this thread -> each walk -> back.
+  // Their hand-offs, for TSan (tsan_handoff.hpp): this thread -> each walk -> back; the
+  // walks are made before it, and outlive the task group, which holds only a reference.
   std::vector<char> walked(text.restore_data ? text.sources.size() : 0);
   std::optional<RestoreData> restore;
+  auto walk = [&](size_t k) {
+    tsan_acquire(&tsan_task_start);
+    restore->walk(k);
+    tsan_release(&walked[k]);
+  };
+  auto walk_all = [&] {
+    tsan_acquire(&tsan_task_start);
+    tbb::parallel_for(size_t(0), restore->sources(), walk);
+  };
   tbb::task_group walks;
   struct WaitOnExit {  // the walks read what the caller owns: never leave them running
     tbb::task_group& walks;
@@ -250,13 +277,8 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   } wait_on_exit{walks};
   if (text.restore_data) {
     restore.emplace(text.sources);
-    tsan_release(&restore);
-    for (size_t k = 0; k < restore->sources(); ++k)
-      walks.run([&, k] {
-        tsan_acquire(&restore);
-        restore->walk(k);
-        tsan_release(&walked[k]);
-      });
+    tsan_release(&tsan_task_start);
+    walks.run(std::ref(walk_all));
   }
   Xxhash64 covered;
   uint64_t text_size = 0;

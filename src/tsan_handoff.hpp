@@ -14,6 +14,10 @@
 
 namespace tracelane {
 
+// The tag every task takes over from the thread that started it: a global, so that a task
+// names it before it reads anything (a lambda's captures are the thread's writes too).
+inline char tsan_task_start;
+
 inline void tsan_release([[maybe_unused]] const void* tag) {
 #if defined(__SANITIZE_THREAD__)
   __tsan_release(const_cast<void*>(tag));
