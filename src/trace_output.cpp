@@ -124,9 +124,8 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
   const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
   // The hand-offs, for TSan (tsan_handoff.hpp): this thread -> the input stage (`next`),
   // the input stage -> a block's task -> the output stage (the block's piece), one output
-  // call -> the next and -> this thread afterwards (`put`'s state).
-  // The stages are made before the hand-offs (tsan_handoff.hpp: the pipeline runs them
-  // from its nodes).
+  // call -> the next and -> this thread afterwards (`put`'s state). The stages are made
+  // before them: the pipeline runs them from its nodes.
   tbb::filter<void, void> stages =
       tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
                                      [&](tbb::flow_control& control) -> size_t {
