@@ -2,8 +2,6 @@
 
 #include <libdeflate.h>
 #include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_pipeline.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstring>
@@ -11,8 +9,8 @@
 #include <optional>
 #include <utility>
 
+#include "in_order_pipeline.hpp"
 #include "tracelane/trace.hpp"
-#include "tsan_handoff.hpp"
 
 namespace tracelane {
 
@@ -247,60 +245,13 @@ void gzip_compress_members(std::string_view bytes, int level, size_t member_byte
   }
   // One compressor per thread (their state is a few hundred KB at the higher levels).
   tbb::enumerable_thread_specific<MemberCompressor> workers([level] { return MemberCompressor(level); });
-  // Items are member numbers, the compressed bytes live in `outputs` until written: an
-  // exception cancels the pipeline without leaving an owning object in its buffers.
   std::vector<std::string> outputs(members);
-  size_t next = 0;
-  const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
-  // The hand-offs, for TSan (tsan_handoff.hpp), as in trace_output.cpp's pipeline.
-  // The stages are made before the hand-offs (tsan_handoff.hpp: the pipeline runs them
-  // from its nodes).
-  tbb::filter<void, void> stages =
-      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                     [&](tbb::flow_control& control) -> size_t {
-                                       tsan_acquire(&tsan_task_start);
-                                       tsan_acquire(&next);
-                                       if (next == members) {
-                                         control.stop();
-                                         tsan_release(&next);
-                                         return 0;
-                                       }
-                                       tsan_release(&outputs[next]);
-                                       size_t k = next++;
-                                       tsan_release(&next);
-                                       return k;
-                                     }) &
-          tbb::make_filter<size_t, size_t>(
-              tbb::filter_mode::parallel,
-              [&](size_t k) {
-                tsan_acquire(&tsan_task_start);
-                tsan_acquire(&outputs[k]);
-                outputs[k] = workers.local().compress(bytes.substr(k * member_bytes, member_bytes));
-                tsan_release(&outputs[k]);
-                return k;
-              }) &
-          tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
-            tsan_acquire(&tsan_task_start);
-            tsan_acquire(&outputs[k]);
-            tsan_acquire(&sink);
-            std::string member = std::move(outputs[k]);
-            sink(member);
-            tsan_release(&sink);
-          });
-  tsan_release(&tsan_task_start);
-  tsan_release(&next);
-  tsan_release(&sink);
-  try {
-    tbb::parallel_pipeline(tokens, stages);
-  } catch (...) {
-    // Cancelled: the items whose blocks were made but never handed on are this thread's
-    // again (to free), for TSan too.
-    for (const auto& item : outputs) tsan_acquire(&item);
-    tsan_acquire(&next);
-    throw;
-  }
-  tsan_acquire(&next);  // the input stage's last call, which stopped it
-  tsan_acquire(&sink);
+  in_order_pipeline(
+      members, [&](size_t k) { outputs[k] = workers.local().compress(bytes.substr(k * member_bytes, member_bytes)); },
+      [&](size_t k) {
+        std::string member = std::move(outputs[k]);
+        sink(member);
+      });
 }
 
 std::string gzip_compress_members(std::string_view bytes, int level, size_t member_bytes) {

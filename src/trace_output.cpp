@@ -2,7 +2,6 @@
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
-#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 #include <time.h>
@@ -13,6 +12,7 @@
 #include <optional>
 
 #include "event_writer.hpp"
+#include "in_order_pipeline.hpp"
 #include "tsan_handoff.hpp"
 #include "tracelane/timings.hpp"
 
@@ -115,72 +115,29 @@ size_t stream_blocks(const TraceText& text, const std::string& head, const std::
                      std::atomic<double>& serialise_cpu, std::atomic<double>& compress_cpu) {
   std::optional<tbb::enumerable_thread_specific<MemberCompressor>> compressors;
   if (compress) compressors.emplace([level = encoding.level] { return MemberCompressor(level); });
-  // Items are block numbers; the pieces wait in `pieces` (an exception cancels the
-  // pipeline without an owning object left in its buffers). At most `tokens` pieces are in
-  // flight: ~5 MiB each, never more than the whole text the writer held before streaming
-  // (what the sweep's memory budget still counts, memory_budget.hpp).
+  // At most two pieces a thread are in flight (in_order_pipeline): ~5 MiB each, never more
+  // than the whole text the writer held before streaming (what the sweep's memory budget
+  // still counts, memory_budget.hpp).
   std::vector<Piece> pieces(blocks.size());
-  size_t next = 0;
-  const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
-  // The hand-offs, for TSan (tsan_handoff.hpp): this thread -> the input stage (`next`),
-  // the input stage -> a block's task -> the output stage (the block's piece), one output
-  // call -> the next and -> this thread afterwards (`put`'s state). The stages are made
-  // before them: the pipeline runs them from its nodes.
-  tbb::filter<void, void> stages =
-      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                     [&](tbb::flow_control& control) -> size_t {
-                                       tsan_acquire(&tsan_task_start);
-                                       tsan_acquire(&next);
-                                       if (next == blocks.size()) {
-                                         control.stop();
-                                         tsan_release(&next);
-                                         return 0;
-                                       }
-                                       tsan_release(&pieces[next]);
-                                       size_t k = next++;
-                                       tsan_release(&next);
-                                       return k;
-                                     }) &
-          tbb::make_filter<size_t, size_t>(tbb::filter_mode::parallel,
-                                           [&](size_t k) {
-                                             tsan_acquire(&tsan_task_start);
-                                             tsan_acquire(&pieces[k]);
-                                             double start = thread_cpu_now();
-                                             Piece& piece = pieces[k];
-                                             piece.text.reserve(blocks[k].bound + (k == 0 ? head.size() : 0));
-                                             if (k == 0) piece.text = head;
-                                             write_block(piece.text, text, blocks[k]);
-                                             add_seconds(serialise_cpu, start);
-                                             if (compress && k + 1 < blocks.size()) {
-                                               start = thread_cpu_now();
-                                               piece.member = compressors->local().compress(piece.text);
-                                               add_seconds(compress_cpu, start);
-                                             }
-                                             tsan_release(&pieces[k]);
-                                             return k;
-                                           }) &
-          tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
-            tsan_acquire(&tsan_task_start);
-            tsan_acquire(&pieces[k]);
-            tsan_acquire(&put);
-            Piece piece = std::move(pieces[k]);
-            put(k, piece);
-            tsan_release(&put);
-          });
-  tsan_release(&tsan_task_start);
-  tsan_release(&next);
-  tsan_release(&put);
-  try {
-    tbb::parallel_pipeline(tokens, stages);
-  } catch (...) {
-    // Cancelled: the items whose blocks were made but never handed on are this thread's
-    // again (to free), for TSan too.
-    for (const auto& item : pieces) tsan_acquire(&item);
-    tsan_acquire(&next);
-    throw;
-  }
-  tsan_acquire(&next);  // the input stage's last call, which stopped it
-  tsan_acquire(&put);
+  in_order_pipeline(
+      blocks.size(),
+      [&](size_t k) {
+        double start = thread_cpu_now();
+        Piece& piece = pieces[k];
+        piece.text.reserve(blocks[k].bound + (k == 0 ? head.size() : 0));
+        if (k == 0) piece.text = head;
+        write_block(piece.text, text, blocks[k]);
+        add_seconds(serialise_cpu, start);
+        if (compress && k + 1 < blocks.size()) {
+          start = thread_cpu_now();
+          piece.member = compressors->local().compress(piece.text);
+          add_seconds(compress_cpu, start);
+        }
+      },
+      [&](size_t k) {
+        Piece piece = std::move(pieces[k]);
+        put(k, piece);
+      });
   size_t written = 0;
   for (const Block& block : blocks) written += block.written;
   return written;
