@@ -25,9 +25,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Id and Time are packed: an Event holds six of them, and a trace holds millions of
+// Events (their padding alone was 46 of an Event's 296 bytes). Read and assign their
+// members by value; a packed member cannot be bound to a reference.
+#define TRACELANE_PACKED __attribute__((packed))
+
 // A JSON scalar used as pid, tid, args.stream or flow id. Its text is the event's
 // (Event::id_text), so 5, 5.0 and "5" are three different ids.
-struct Id {
+struct TRACELANE_PACKED Id {
   enum class Kind : uint8_t { absent, integer, string, other };
   Kind kind = Kind::absent;
   int64_t value = 0;  // when kind == integer
@@ -36,7 +41,7 @@ struct Id {
   bool is_int() const { return kind == Kind::integer; }
 };
 
-struct Time {
+struct TRACELANE_PACKED Time {
   bool present = false;
   bool numeric = false;  // a JSON number we could read as exact nanoseconds
   Ns ns = 0;
@@ -55,22 +60,23 @@ struct Event {
   std::string_view raw;    // "{...}" exactly as read (or as synthesised)
   uint64_t byte_offset = 0;  // of raw in the input document, for messages
   std::string_view ph, cat, name;  // unescaped
-  Id pid, tid, id, stream;         // stream is args.stream
-  Time ts, dur;
   std::string_view arg_name;      // args.name unescaped, when a string
-  bool has_args = false;
-  bool has_original_stream = false;  // args.original_stream (already-laned exporters)
   std::array<Span, kFieldCount> spans{};
 
-  // What compaction or merge changed. Each bit of `changed` says one field's value is
-  // replaced when the event is written.
+  // What compaction or merge changed: new values, written in place of the ones read. Each
+  // bit of `changed` says one field's value is replaced when the event is written.
+  int64_t new_pid = 0, new_tid = 0, new_id = 0;
+  Ns new_ts = 0, new_dur = 0;
+
+  Id pid, tid, id, stream;         // stream is args.stream
+  Time ts, dur;
+  bool has_args = false;
+  bool has_original_stream = false;  // args.original_stream (already-laned exporters)
   uint8_t changed = 0;
   bool dropped = false;
   bool name_prefixed = false;  // merge: args.name gets the rank prefix
   bool lane_metadata = false;  // a thread_name/thread_sort_index tracelane made for a lane
   bool pp_flow = false;        // an end of a PP arrow tracelane made (SPEC 7)
-  int64_t new_pid = 0, new_tid = 0, new_id = 0;
-  Ns new_ts = 0, new_dur = 0;
 
   // The value text of a field, as read (empty when the event has none). Events hold
   // spans, not views, of these (an event is kept per trace event: 16 bytes each count).
