@@ -25,9 +25,9 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Id and Time are packed: an Event holds six of them, and a trace holds millions of
-// Events (their padding alone was 46 of an Event's 296 bytes). Read and assign their
-// members by value; a packed member cannot be bound to a reference.
+// Id and Time are packed, and Event's flags are bits: a trace holds millions of Events,
+// and their padding alone was 54 of an Event's 296 bytes. Read and assign these members
+// by value; a packed member or a bit cannot be bound to a reference.
 #define TRACELANE_PACKED __attribute__((packed))
 
 // A JSON scalar used as pid, tid, args.stream or flow id. Its text is the event's
@@ -42,8 +42,8 @@ struct TRACELANE_PACKED Id {
 };
 
 struct TRACELANE_PACKED Time {
-  bool present = false;
-  bool numeric = false;  // a JSON number we could read as exact nanoseconds
+  bool present : 1 = false;
+  bool numeric : 1 = false;  // a JSON number we could read as exact nanoseconds
   Ns ns = 0;
 };
 
@@ -70,13 +70,13 @@ struct Event {
 
   Id pid, tid, id, stream;         // stream is args.stream
   Time ts, dur;
-  bool has_args = false;
-  bool has_original_stream = false;  // args.original_stream (already-laned exporters)
   uint8_t changed = 0;
-  bool dropped = false;
-  bool name_prefixed = false;  // merge: args.name gets the rank prefix
-  bool lane_metadata = false;  // a thread_name/thread_sort_index tracelane made for a lane
-  bool pp_flow = false;        // an end of a PP arrow tracelane made (SPEC 7)
+  bool has_args : 1 = false;
+  bool has_original_stream : 1 = false;  // args.original_stream (already-laned exporters)
+  bool dropped : 1 = false;
+  bool name_prefixed : 1 = false;  // merge: args.name gets the rank prefix
+  bool lane_metadata : 1 = false;  // a thread_name/thread_sort_index tracelane made for a lane
+  bool pp_flow : 1 = false;        // an end of a PP arrow tracelane made (SPEC 7)
 
   // The value text of a field, as read (empty when the event has none). Events hold
   // spans, not views, of these (an event is kept per trace event: 16 bytes each count).
@@ -103,6 +103,8 @@ struct Event {
   Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : ts.ns; }
   Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : dur.ns; }
 };
+// A trace's event records are about as large as its text (bench/README.md): keep them so.
+static_assert(sizeof(Event) <= 240, "Event grew: a 2 GB trace holds about 7 M of them");
 
 // A top-level key of the trace object other than traceEvents, with its raw value.
 struct TopLevelField {
