@@ -91,7 +91,6 @@ bool EventReader::read(od::value value, Event& event, size_t index, od::document
   std::string_view raw(begin, size_t(end_token - begin));
   raw = trim_right(raw);
   event.raw = raw;
-  event.byte_offset = check_.offset(begin);
   for (int f = 0; f < kFieldCount; ++f) {
     if (tokens[f].data()) {
       event.spans[f].offset = uint32_t(tokens[f].data() - begin);

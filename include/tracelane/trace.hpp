@@ -58,7 +58,6 @@ enum Field : uint8_t { kPid, kTid, kTs, kDur, kId, kStream, kArgName, kFieldCoun
 
 struct Event {
   std::string_view raw;    // "{...}" exactly as read (or as synthesised)
-  uint64_t byte_offset = 0;  // of raw in the input document, for messages
   std::string_view ph, cat, name;  // unescaped
   std::string_view arg_name;      // args.name unescaped, when a string
   std::array<Span, kFieldCount> spans{};
@@ -77,6 +76,7 @@ struct Event {
   bool name_prefixed : 1 = false;  // merge: args.name gets the rank prefix
   bool lane_metadata : 1 = false;  // a thread_name/thread_sort_index tracelane made for a lane
   bool pp_flow : 1 = false;        // an end of a PP arrow tracelane made (SPEC 7)
+  bool synthesised : 1 = false;    // made by tracelane (EventBuilder): not in the input
 
   // The value text of a field, as read (empty when the event has none). Events hold
   // spans, not views, of these (an event is kept per trace event: 16 bytes each count).
@@ -87,10 +87,10 @@ struct Event {
   // when absent, and for events tracelane made (their ids are not read back).
   std::string_view id_text(Field field) const {
     const Id& which = field == kPid ? pid : field == kTid ? tid : field == kId ? id : stream;
-    return which.present() && byte_offset != UINT64_MAX ? value_text(field) : std::string_view();
+    return which.present() && !synthesised ? value_text(field) : std::string_view();
   }
   // args.name as written, with its quotes, when it is a string read from the input.
-  std::string_view arg_name_raw() const { return byte_offset == UINT64_MAX ? std::string_view() : value_text(kArgName); }
+  std::string_view arg_name_raw() const { return synthesised ? std::string_view() : value_text(kArgName); }
 
   bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
   void set_tid(int64_t tid, bool also_stream) {
@@ -139,6 +139,10 @@ struct Trace {
   // Storage the string_views above point into.
   std::shared_ptr<void> storage;
   std::vector<std::unique_ptr<std::string>> arena;  // text of synthesised events
+
+  // Where an event read from the input begins in it, for messages (not for synthesised
+  // events: Event::synthesised).
+  uint64_t byte_offset(const Event& event) const { return uint64_t(event.raw.data() - document.data()); }
 
   const TopLevelField* find_top(std::string_view key) const {
     for (const auto& field : top)
