@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "in_order_pipeline.hpp"
+#include "prefault.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
@@ -133,6 +134,8 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   const size_t admitted = max_bytes >= UINT64_MAX - 64 ? SIZE_MAX : size_t(max_bytes) + 64;
   capacity = std::min(capacity, admitted);
   std::string out;
+  out.reserve(capacity);
+  prefault(out.data(), capacity);  // the resize would zero it on this thread alone
   out.resize(capacity);
   size_t in_pos = 0, out_size = 0;
   int member = 0;

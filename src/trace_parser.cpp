@@ -25,6 +25,7 @@
 
 #include "event_reader.hpp"
 #include "json_grammar.hpp"
+#include "prefault.hpp"
 #include "trace_scanner.hpp"
 #include "tsan_handoff.hpp"
 #include "tracelane/timings.hpp"
@@ -146,7 +147,11 @@ struct ChunkedEvents {
       int64_t max_int_tid = INT64_MIN;
     };
     std::vector<ChunkResult> results(chunks);
-    trace.events.resize(first_event + (first_index[chunks] - index));
+    const size_t count = first_index[chunks] - index;
+    trace.events.reserve(first_event + count);
+    // The resize writes every record on this thread: have their pages made on all of them.
+    prefault(trace.events.data() + first_event, count * sizeof(Event));
+    trace.events.resize(first_event + count);
     // One parser per thread, reused for the chunks it reads: its buffers grow to the
     // largest of them, so allocating one a chunk would cost more than the chunk's read.
     tbb::enumerable_thread_specific<od::parser> parsers;

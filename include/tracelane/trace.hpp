@@ -104,7 +104,7 @@ struct Event {
   Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : dur.ns; }
 };
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
-static_assert(sizeof(Event) <= 240, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Event) <= 232, "Event grew: a 2 GB trace holds about 7 M of them");
 
 // A top-level key of the trace object other than traceEvents, with its raw value.
 struct TopLevelField {
