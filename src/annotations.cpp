@@ -22,32 +22,36 @@
 
 namespace tracelane {
 
-void SliceSet::add(const Trace& trace, uint32_t event_index, int group) {
-  const Event& event = trace.events[event_index];
-  if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
-  is_slice[event_index] = true;
-  auto key = std::make_pair(event.pid.value, event.id_text(kTid));
+uint32_t SliceSet::stream_index(const StreamKey& key) {
   auto [it, inserted] = index_.try_emplace(key, uint32_t(streams.size()));
   if (inserted) {
     OldStream stream;
-    stream.pid = event.pid.value;
-    stream.tid_text = event.id_text(kTid);
+    stream.pid = key.first;
+    stream.tid_text = key.second;
     streams.push_back(std::move(stream));
   }
+  return it->second;
+}
+
+void SliceSet::add(const Trace& trace, uint32_t event_index, int group, uint32_t stream) {
+  const Event& event = trace.events[event_index];
+  if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
+  is_slice[event_index] = true;
   Slice slice;
   slice.event = event_index;
   slice.pid = event.pid.value;
   slice.start = event.ts.ns;
   slice.end = event.ts.ns + event.dur.ns;
   slice.group = group;
-  slice.stream = it->second;
-  streams[it->second].slices.push_back(uint32_t(slices.size()));
+  slice.stream = stream;
+  streams[stream].slices.push_back(uint32_t(slices.size()));
   slices.push_back(slice);
 }
 
 void SliceSet::finish(const Trace& trace) {
   if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
-  for (OldStream& stream : streams) {
+  auto sort_stream = [&](size_t s) {
+    OldStream& stream = streams[s];
     // Slices were added per pass (measured, then cuda_sync); restore traceEvents order
     // before the stable sort by start so ties resolve as SPEC says.
     std::sort(stream.slices.begin(), stream.slices.end(),
@@ -63,6 +67,12 @@ void SliceSet::finish(const Trace& trace) {
       running = std::max(running, slice.end);
       stream.max_end[k] = running;
     }
+  };
+  // The streams are independent: sorted concurrently when there are enough slices.
+  if (slices.size() < events_per_range) {
+    for (size_t s = 0; s < streams.size(); ++s) sort_stream(s);
+  } else {
+    for_each_index(streams.size(), sort_stream);
   }
 }
 

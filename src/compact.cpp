@@ -107,15 +107,23 @@ bool sync_slice_candidate(const Event& event) {
   return event.ts.numeric && event.dur.numeric && event.dur.ns >= 0;
 }
 
-// What extract_slices finds in one range of events, in event order: (event, group) pairs.
+// What extract_slices finds in one range of events, in event order, with the streams
+// they are on numbered in the range's own order of first appearance.
 struct FoundSlices {
-  std::vector<std::pair<uint32_t, int>> measured, syncs;
+  struct Found {
+    uint32_t event;
+    int group;
+    uint32_t stream;  // index into `streams`
+  };
+  std::vector<Found> measured, syncs;
+  std::vector<StreamKey> streams;
   size_t cuda_graph_launches = 0;
 };
 
 // Finds the measured slices (SPEC 2), the cuda_sync slices that sit on their streams
-// (SPEC 9.3), and the old streams they live on. Checking and classifying every event is
-// done over ranges of events concurrently; the slices are then added in event order.
+// (SPEC 9.3), and the old streams they live on. Checking, classifying and finding the
+// stream of every event is done over ranges of events concurrently; the streams are then
+// numbered and the slices added in event order.
 void extract_slices(Compaction& c) {
   Timings::Scope t(c.timings, "extract_slices");
   Trace& trace = c.trace;
@@ -126,28 +134,50 @@ void extract_slices(Compaction& c) {
   std::vector<FoundSlices> found(range_count(events.size()));
   for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
     FoundSlices part;  // a local: neighbouring ranges' parts share a cache line
+    std::unordered_map<StreamKey, uint32_t, StreamKeyHash> stream_of;
+    auto stream = [&](const Event& event) {
+      StreamKey key{event.pid.value, event.id_text(kTid)};
+      auto [it, inserted] = stream_of.try_emplace(key, uint32_t(part.streams.size()));
+      if (inserted) part.streams.push_back(key);
+      return it->second;
+    };
     for (size_t i = begin; i < end; ++i) {
       const Event& event = events[i];
       if (event.name == "cudaGraphLaunch") ++part.cuda_graph_launches;
       if (is_measured_cat(event.cat)) {
         check_measured_slice(trace, i);
-        part.measured.push_back({uint32_t(i), rules.classify(event.cat, event.name)});
+        part.measured.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
       } else if (sync_slice_candidate(event)) {
-        part.syncs.push_back({uint32_t(i), rules.classify(event.cat, event.name)});
+        part.syncs.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
       }
     }
     found[r] = std::move(part);
   });
-  for (const FoundSlices& part : found) {
+  // Streams are numbered in order of their first measured slice, as one walk numbers them.
+  std::vector<std::vector<uint32_t>> numbers(found.size());
+  for (size_t r = 0; r < found.size(); ++r) {
+    FoundSlices& part = found[r];
     summary.cuda_graph_launches += part.cuda_graph_launches;
-    for (auto [i, group] : part.measured) set.add(trace, i, group);
+    numbers[r].assign(part.streams.size(), UINT32_MAX);
+    for (const FoundSlices::Found& slice : part.measured) {
+      uint32_t& number = numbers[r][slice.stream];
+      if (number == UINT32_MAX) number = set.stream_index(part.streams[slice.stream]);
+      set.add(trace, slice.event, slice.group, number);
+    }
     summary.measured_slices += part.measured.size();
   }
   if (set.slices.empty()) throw Error(trace.source + ": no GPU kernel/memcpy/memset slices");
   // The cuda_sync slices go after every measured one: only then are the streams known.
-  for (const FoundSlices& part : found)
-    for (auto [i, group] : part.syncs)
-      if (set.find_stream(events[i].pid.value, events[i].id_text(kTid))) set.add(trace, i, group);
+  for (size_t r = 0; r < found.size(); ++r)
+    for (const FoundSlices::Found& slice : found[r].syncs) {
+      uint32_t number = numbers[r][slice.stream];
+      if (number == UINT32_MAX) {
+        const OldStream* stream = set.find_stream(found[r].streams[slice.stream].first, found[r].streams[slice.stream].second);
+        if (!stream) continue;
+        number = numbers[r][slice.stream] = uint32_t(stream - set.streams.data());
+      }
+      set.add(trace, slice.event, slice.group, number);
+    }
   set.finish(trace);
   summary.original_streams = set.streams.size();
 }
