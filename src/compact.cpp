@@ -449,15 +449,27 @@ void add_lane_metadata(Compaction& c) {
   Timings::Scope t(c.timings, "add_lane_metadata");
   Trace& trace = c.trace;
   const std::vector<Lane>& lanes = c.out.lanes;
+  // Which annotation tracks hold an annotation: found over ranges of events concurrently.
+  std::unordered_map<int64_t, size_t> lane_of_track;
+  for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
+  std::vector<std::vector<char>> found(range_count(trace.events.size()));
+  for_each_range(trace.events.size(), [&](size_t r, size_t begin, size_t end) {
+    std::vector<char> part(lanes.size());  // a local: neighbouring ranges' vectors share a cache line
+    for (size_t i = begin; i < end; ++i) {
+      const Event& event = trace.events[i];
+      if (event.dropped || event.cat != "gpu_user_annotation" || !event.tid.present()) continue;
+      bool is_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
+      if (!is_int) continue;
+      auto it = lane_of_track.find(event.final_tid());
+      if (it != lane_of_track.end()) part[it->second] = 1;
+    }
+    found[r] = std::move(part);
+  });
   std::unordered_map<int64_t, bool> annotated;  // annotation tid -> holds an annotation
   for (const auto& lane : lanes) annotated[lane.annotation_tid] = false;
-  for (const Event& event : trace.events) {
-    if (event.dropped || event.cat != "gpu_user_annotation" || !event.tid.present()) continue;
-    bool is_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
-    if (!is_int) continue;
-    auto it = annotated.find(event.final_tid());
-    if (it != annotated.end()) it->second = true;
-  }
+  for (const auto& part : found)
+    for (size_t l = 0; l < lanes.size(); ++l)
+      if (part[l]) annotated[lanes[l].annotation_tid] = true;
   int64_t sort_index = 0;
   auto emit = [&](int64_t pid, int64_t tid, const std::string& label) {
     EventBuilder name;

@@ -32,7 +32,8 @@ constexpr size_t kOneRange = std::numeric_limits<size_t>::max();
 // `kernels` kernels on six streams of GPU 0 that overlap across streams (several lanes),
 // with what every pass has work for: graph launches, cuda_sync slices on the streams,
 // flows into kernels, identical overlapping annotations (coalesced), annotations that
-// cross on one track (sub-tracks), and runs of kernels named by args.name (kernel runs).
+// cross on one track (sub-tracks), runs of kernels named by args.name (kernel runs), and
+// PP actions (local PP arrows, whose ids step over the trace's own flow ids).
 std::string passes_trace(int kernels) {
   std::vector<std::string> events;
   for (int s = 0; s < 6; ++s)
@@ -55,6 +56,12 @@ std::string passes_trace(int kernels) {
                        std::to_string(start - 1) + R"(, "dur": 1})");
       events.push_back(flow("s", "ac2g", id, 100, 100, std::to_string(start - 1)));
       events.push_back(flow("f", "ac2g", id, 0, stream, ts));
+    }
+    if (i % 100 == 5) {  // stage 0's microbatch i / 100: received, computed, sent
+      std::string microbatch = std::to_string(i / 100);
+      events.push_back(annotation(0, stream, std::to_string(start), "1", "PP:0RECV_F" + microbatch));
+      events.push_back(annotation(0, stream, std::to_string(start + 1), "2", "PP:0F" + microbatch));
+      events.push_back(annotation(0, stream, std::to_string(start + 3), "1", "PP:0SEND_F" + microbatch));
     }
     if (i % 50 == 10) events.push_back(slice_event("cuda_sync", "cudaStreamSynchronize", 0, stream, ts, "0.5"));
     std::string args = "\"correlation\": " + std::to_string(i + 1);
@@ -98,6 +105,7 @@ TEST(ParallelPasses, ManyRangesWriteWhatOneWalkWrites) {
   EXPECT_GT(reference.counts.annotation_subtracks, 0u);
   EXPECT_GT(reference.counts.kernel_annotation_blocks, 0u);
   EXPECT_GT(reference.counts.slice_groups.count("sync"), 0u);
+  EXPECT_GT(reference.counts.pp.compute_dependency_pairs, 0u);
   for (size_t size : {size_t(1), size_t(97), size_t(1000)}) {
     RangeSize ranges(size);
     for (int threads : kThreads) {
