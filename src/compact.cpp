@@ -5,7 +5,9 @@
 // Every pass has one shape, `void pass(Compaction& c)`, and opens with a scoped timer of
 // its own name, so `--timings` shows where a compaction spends its time. The passes work
 // on the parsed events in place; events keep their original bytes and only record which
-// values change (see trace.hpp).
+// values change (see trace.hpp). The passes that walk every event do it over fixed ranges
+// of events concurrently (parallel_ranges.hpp) and join what the ranges found in event
+// order, so that the output, the summary and the first error are those of one walk.
 #include "tracelane/compact.hpp"
 
 #include <algorithm>
