@@ -43,7 +43,7 @@ std::string time_range_note(const Event& event, Field field) {
 
 std::string where(const Trace& trace, size_t index) {
   const Event& event = trace.events[index];
-  return trace.source + ": event #" + std::to_string(index) + " (byte " + std::to_string(event.byte_offset) + ")";
+  return trace.source + ": event #" + std::to_string(index) + " (byte " + std::to_string(trace.byte_offset(event)) + ")";
 }
 
 // Legacy Kineto (SPEC 9.4) writes GPU tids as "stream 7" with args.stream 7.

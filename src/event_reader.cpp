@@ -91,7 +91,6 @@ bool EventReader::read(od::value value, Event& event, size_t index, od::document
   std::string_view raw(begin, size_t(end_token - begin));
   raw = trim_right(raw);
   event.raw = raw;
-  event.byte_offset = check_.offset(begin);
   for (int f = 0; f < kFieldCount; ++f) {
     if (tokens[f].data()) {
       event.spans[f].offset = uint32_t(tokens[f].data() - begin);
@@ -132,8 +131,9 @@ void EventReader::read_id(od::value& v, Id& id, std::string_view& token, size_t 
   if (auto error = v.type().get(type)) check_.fail_json(error);
   std::string_view raw = check_.checked_text(v, level);
   token = raw;
-  if (type == od::json_type::number && parse_json_int(raw, id.value)) {
-    id.kind = Id::Kind::integer;
+  int64_t value = 0;
+  if (type == od::json_type::number && parse_json_int(raw, value)) {
+    id = Id{Id::Kind::integer, value};
   } else if (type == od::json_type::string) {
     id.kind = Id::Kind::string;
   } else {
@@ -149,8 +149,11 @@ void EventReader::read_time(od::value& v, Time& time, std::string_view& token, s
   std::string_view raw = check_.checked_text(v, level);
   token = raw;
   // Beyond kMaxTimeNs a time is not numeric: sums and differences of times stay in int64.
-  if (type == od::json_type::number)
-    time.numeric = parse_us_as_ns(raw, time.ns) && time.ns >= -kMaxTimeNs && time.ns <= kMaxTimeNs;
+  Ns ns = 0;
+  if (type == od::json_type::number) {
+    time.numeric = parse_us_as_ns(raw, ns) && ns >= -kMaxTimeNs && ns <= kMaxTimeNs;
+    time.ns = ns;
+  }
   if (type == od::json_type::object || type == od::json_type::array) token = {};  // never spliced
 }
 

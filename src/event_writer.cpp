@@ -64,8 +64,9 @@ void append_event(std::string& out, const Event& event, std::string_view name_pr
     bool want = (changed >> f) & 1 || (f == kArgName && prefix);
     if (!want) continue;
     const Span& span = event.spans[f];
-    if (!span.length) throw Error("internal: event at byte " + std::to_string(event.byte_offset) +
-                                  " has no value to replace for field " + std::to_string(f));
+    if (!span.length)
+      throw Error("internal: no value to replace for field " + std::to_string(f) + " in event " +
+                  std::string(event.raw.substr(0, 200)));
     cuts[n++] = Cut{span.offset, span.length, f};
   }
   std::sort(cuts.begin(), cuts.begin() + n, [](const Cut& a, const Cut& b) { return a.offset < b.offset; });
@@ -152,7 +153,7 @@ Event EventBuilder::finish(Trace& owner) {
   Event event;
   event.raw = owner.keep(std::move(text_));
   event.spans = spans_;
-  event.byte_offset = UINT64_MAX;
+  event.synthesised = true;
   text_ = "{";
   spans_ = {};
   return event;

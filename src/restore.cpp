@@ -111,7 +111,7 @@ class RecordEncoder {
     for (const Event& event : trace.events) {
       size_t here = output_index;
       if (!event.dropped) ++output_index;
-      if (event.byte_offset == UINT64_MAX) continue;  // made by tracelane: not in the original
+      if (event.synthesised) continue;  // made by tracelane: not in the original
       add_place(event);
       if (event.dropped) add_removed(event);
       else add_written(event, here);
@@ -127,7 +127,7 @@ class RecordEncoder {
   void add_place(const Event& event) {
     const std::string& source = source_.trace->source;
     if (event.raw.data() < document_.data() || event.raw.data() + event.raw.size() > document_.data() + document_.size())
-      throw Error(source + ": internal: event at byte " + std::to_string(event.byte_offset) + " lies outside the document");
+      throw Error(source + ": internal: an event lies outside the document: " + std::string(event.raw.substr(0, 200)));
     size_t begin = size_t(event.raw.data() - document_.data());
     if (originals_ == 0) {
       first_begin_ = begin;

@@ -25,9 +25,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Id and Time are packed, and Event's flags are bits: a trace holds millions of Events,
+// and their padding alone was 54 of an Event's 296 bytes. Read and assign these members
+// by value; a packed member or a bit cannot be bound to a reference.
+#define TRACELANE_PACKED __attribute__((packed))
+
 // A JSON scalar used as pid, tid, args.stream or flow id. Its text is the event's
 // (Event::id_text), so 5, 5.0 and "5" are three different ids.
-struct Id {
+struct TRACELANE_PACKED Id {
   enum class Kind : uint8_t { absent, integer, string, other };
   Kind kind = Kind::absent;
   int64_t value = 0;  // when kind == integer
@@ -36,9 +41,9 @@ struct Id {
   bool is_int() const { return kind == Kind::integer; }
 };
 
-struct Time {
-  bool present = false;
-  bool numeric = false;  // a JSON number we could read as exact nanoseconds
+struct TRACELANE_PACKED Time {
+  bool present : 1 = false;
+  bool numeric : 1 = false;  // a JSON number we could read as exact nanoseconds
   Ns ns = 0;
 };
 
@@ -53,24 +58,25 @@ enum Field : uint8_t { kPid, kTid, kTs, kDur, kId, kStream, kArgName, kFieldCoun
 
 struct Event {
   std::string_view raw;    // "{...}" exactly as read (or as synthesised)
-  uint64_t byte_offset = 0;  // of raw in the input document, for messages
   std::string_view ph, cat, name;  // unescaped
-  Id pid, tid, id, stream;         // stream is args.stream
-  Time ts, dur;
   std::string_view arg_name;      // args.name unescaped, when a string
-  bool has_args = false;
-  bool has_original_stream = false;  // args.original_stream (already-laned exporters)
   std::array<Span, kFieldCount> spans{};
 
-  // What compaction or merge changed. Each bit of `changed` says one field's value is
-  // replaced when the event is written.
-  uint8_t changed = 0;
-  bool dropped = false;
-  bool name_prefixed = false;  // merge: args.name gets the rank prefix
-  bool lane_metadata = false;  // a thread_name/thread_sort_index tracelane made for a lane
-  bool pp_flow = false;        // an end of a PP arrow tracelane made (SPEC 7)
+  // What compaction or merge changed: new values, written in place of the ones read. Each
+  // bit of `changed` says one field's value is replaced when the event is written.
   int64_t new_pid = 0, new_tid = 0, new_id = 0;
   Ns new_ts = 0, new_dur = 0;
+
+  Id pid, tid, id, stream;         // stream is args.stream
+  Time ts, dur;
+  uint8_t changed = 0;
+  bool has_args : 1 = false;
+  bool has_original_stream : 1 = false;  // args.original_stream (already-laned exporters)
+  bool dropped : 1 = false;
+  bool name_prefixed : 1 = false;  // merge: args.name gets the rank prefix
+  bool lane_metadata : 1 = false;  // a thread_name/thread_sort_index tracelane made for a lane
+  bool pp_flow : 1 = false;        // an end of a PP arrow tracelane made (SPEC 7)
+  bool synthesised : 1 = false;    // made by tracelane (EventBuilder): not in the input
 
   // The value text of a field, as read (empty when the event has none). Events hold
   // spans, not views, of these (an event is kept per trace event: 16 bytes each count).
@@ -81,10 +87,10 @@ struct Event {
   // when absent, and for events tracelane made (their ids are not read back).
   std::string_view id_text(Field field) const {
     const Id& which = field == kPid ? pid : field == kTid ? tid : field == kId ? id : stream;
-    return which.present() && byte_offset != UINT64_MAX ? value_text(field) : std::string_view();
+    return which.present() && !synthesised ? value_text(field) : std::string_view();
   }
   // args.name as written, with its quotes, when it is a string read from the input.
-  std::string_view arg_name_raw() const { return byte_offset == UINT64_MAX ? std::string_view() : value_text(kArgName); }
+  std::string_view arg_name_raw() const { return synthesised ? std::string_view() : value_text(kArgName); }
 
   bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
   void set_tid(int64_t tid, bool also_stream) {
@@ -97,6 +103,8 @@ struct Event {
   Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : ts.ns; }
   Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : dur.ns; }
 };
+// A trace's event records are about as large as its text (bench/README.md): keep them so.
+static_assert(sizeof(Event) <= 240, "Event grew: a 2 GB trace holds about 7 M of them");
 
 // A top-level key of the trace object other than traceEvents, with its raw value.
 struct TopLevelField {
@@ -131,6 +139,10 @@ struct Trace {
   // Storage the string_views above point into.
   std::shared_ptr<void> storage;
   std::vector<std::unique_ptr<std::string>> arena;  // text of synthesised events
+
+  // Where an event read from the input begins in it, for messages (not for synthesised
+  // events: Event::synthesised).
+  uint64_t byte_offset(const Event& event) const { return uint64_t(event.raw.data() - document.data()); }
 
   const TopLevelField* find_top(std::string_view key) const {
     for (const auto& field : top)
