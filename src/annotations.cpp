@@ -17,36 +17,41 @@
 
 #include "annotations.hpp"
 #include "event_writer.hpp"
+#include "parallel_ranges.hpp"
 #include "tracelane/decimal_time.hpp"
 
 namespace tracelane {
 
-void SliceSet::add(const Trace& trace, uint32_t event_index, int group) {
-  const Event& event = trace.events[event_index];
-  if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
-  is_slice[event_index] = true;
-  auto key = std::make_pair(event.pid.value, event.id_text(kTid));
+uint32_t SliceSet::stream_index(const StreamKey& key) {
   auto [it, inserted] = index_.try_emplace(key, uint32_t(streams.size()));
   if (inserted) {
     OldStream stream;
-    stream.pid = event.pid.value;
-    stream.tid_text = event.id_text(kTid);
+    stream.pid = key.first;
+    stream.tid_text = key.second;
     streams.push_back(std::move(stream));
   }
+  return it->second;
+}
+
+void SliceSet::add(const Trace& trace, uint32_t event_index, int group, uint32_t stream) {
+  const Event& event = trace.events[event_index];
+  if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
+  is_slice[event_index] = true;
   Slice slice;
   slice.event = event_index;
   slice.pid = event.pid.value;
   slice.start = event.ts.ns;
   slice.end = event.ts.ns + event.dur.ns;
   slice.group = group;
-  slice.stream = it->second;
-  streams[it->second].slices.push_back(uint32_t(slices.size()));
+  slice.stream = stream;
+  streams[stream].slices.push_back(uint32_t(slices.size()));
   slices.push_back(slice);
 }
 
 void SliceSet::finish(const Trace& trace) {
   if (is_slice.size() < trace.events.size()) is_slice.resize(trace.events.size(), false);
-  for (OldStream& stream : streams) {
+  auto sort_stream = [&](size_t s) {
+    OldStream& stream = streams[s];
     // Slices were added per pass (measured, then cuda_sync); restore traceEvents order
     // before the stable sort by start so ties resolve as SPEC says.
     std::sort(stream.slices.begin(), stream.slices.end(),
@@ -62,6 +67,12 @@ void SliceSet::finish(const Trace& trace) {
       running = std::max(running, slice.end);
       stream.max_end[k] = running;
     }
+  };
+  // The streams are independent: sorted concurrently when there are enough slices.
+  if (slices.size() < events_per_range) {
+    for (size_t s = 0; s < streams.size(); ++s) sort_stream(s);
+  } else {
+    for_each_index(streams.size(), sort_stream);
   }
 }
 
@@ -159,37 +170,51 @@ void append_canonical(std::string& out, simdjson::dom::element value) {
   }
 }
 
+// An annotation's identity for coalescing, or false when it has none (it is not a
+// well-formed annotation span). `parser` is reused by the caller's thread.
+bool annotation_identity(const Event& event, simdjson::dom::parser& parser, std::string& key) {
+  if (event.dropped || event.cat != "gpu_user_annotation" || event.ph != "X") return false;
+  if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) return false;
+  key.clear();
+  if ((event.changed >> kTid) & 1)
+    key += std::to_string(event.new_tid);
+  else
+    key += event.id_text(kTid);
+  key.push_back('\0');
+  simdjson::dom::object root;
+  if (parser.parse(event.raw.data(), event.raw.size()).get_object().get(root)) return false;
+  std::vector<std::pair<std::string_view, simdjson::dom::element>> fields;
+  for (auto field : root)
+    if (field.key != "ts" && field.key != "dur" && field.key != "tid") fields.push_back({field.key, field.value});
+  std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [name, value] : fields) {
+    key.append(name);
+    key.push_back(':');
+    append_canonical(key, value);
+    key.push_back(',');
+  }
+  return true;
+}
+
 }  // namespace
 
 size_t coalesce_annotations(Trace& trace) {
-  // Identity: the final tid, and every other key but ts, dur and tid, by meaning.
+  // Identity: the final tid, and every other key but ts, dur and tid, by meaning. Working
+  // it out (a parse of the event) is done over ranges of events concurrently; the groups
+  // are then filled in traceEvents order.
+  const auto& events = trace.events;
+  std::vector<std::vector<std::pair<uint32_t, std::string>>> identities(range_count(events.size()));
+  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
+    simdjson::dom::parser parser;  // reused for every annotation of the range
+    std::vector<std::pair<uint32_t, std::string>> part;  // a local: ranges' vectors share a cache line
+    std::string key;
+    for (size_t i = begin; i < end; ++i)
+      if (annotation_identity(events[i], parser, key)) part.push_back({uint32_t(i), key});
+    identities[r] = std::move(part);
+  });
   std::unordered_map<std::string, std::vector<uint32_t>> groups;
-  simdjson::dom::parser parser;  // reused for every annotation
-  std::string key;
-  for (uint32_t i = 0; i < trace.events.size(); ++i) {
-    const Event& event = trace.events[i];
-    if (event.dropped || event.cat != "gpu_user_annotation" || event.ph != "X") continue;
-    if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
-    key.clear();
-    if ((event.changed >> kTid) & 1)
-      key += std::to_string(event.new_tid);
-    else
-      key += event.id_text(kTid);
-    key.push_back('\0');
-    simdjson::dom::object root;
-    if (parser.parse(event.raw.data(), event.raw.size()).get_object().get(root)) continue;
-    std::vector<std::pair<std::string_view, simdjson::dom::element>> fields;
-    for (auto field : root)
-      if (field.key != "ts" && field.key != "dur" && field.key != "tid") fields.push_back({field.key, field.value});
-    std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [name, value] : fields) {
-      key.append(name);
-      key.push_back(':');
-      append_canonical(key, value);
-      key.push_back(',');
-    }
-    groups[key].push_back(i);
-  }
+  for (auto& part : identities)
+    for (auto& [i, key] : part) groups[std::move(key)].push_back(i);
   size_t removed = 0;
   for (auto& [identity, members] : groups) {
     if (members.size() < 2) continue;

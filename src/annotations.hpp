@@ -30,12 +30,23 @@ struct OldStream {
   std::vector<Ns> max_end;       // max_end[k] = largest end among slices[0..k]
 };
 
+// An old stream's key: (pid, tid as written).
+using StreamKey = std::pair<int64_t, std::string_view>;
+struct StreamKeyHash {
+  size_t operator()(const StreamKey& key) const {
+    return std::hash<std::string_view>()(key.second) * 1000003u ^ std::hash<int64_t>()(key.first);
+  }
+};
+
 struct SliceSet {
   std::vector<Slice> slices;
   std::vector<OldStream> streams;
   std::vector<bool> is_slice;  // per event index
 
-  void add(const Trace& trace, uint32_t event_index, int group);
+  // The stream's index, a new stream (last) when it has none yet.
+  uint32_t stream_index(const StreamKey& key);
+  // Adds the event as a slice on the stream (stream_index of its pid and tid).
+  void add(const Trace& trace, uint32_t event_index, int group, uint32_t stream);
   void finish(const Trace& trace);  // sorts each stream's slices
   const OldStream* find_stream(int64_t pid, std::string_view tid_text) const;
 
@@ -46,12 +57,7 @@ struct SliceSet {
   uint32_t nearest_slice(const OldStream& stream, Ns ts) const;
 
  private:
-  struct KeyHash {
-    size_t operator()(const std::pair<int64_t, std::string_view>& key) const {
-      return std::hash<std::string_view>()(key.second) * 1000003u ^ std::hash<int64_t>()(key.first);
-    }
-  };
-  std::unordered_map<std::pair<int64_t, std::string_view>, uint32_t, KeyHash> index_;
+  std::unordered_map<StreamKey, uint32_t, StreamKeyHash> index_;
 };
 
 // SPEC 5 "Coalesce annotations": returns the number of events removed.

@@ -5,7 +5,9 @@
 // Every pass has one shape, `void pass(Compaction& c)`, and opens with a scoped timer of
 // its own name, so `--timings` shows where a compaction spends its time. The passes work
 // on the parsed events in place; events keep their original bytes and only record which
-// values change (see trace.hpp).
+// values change (see trace.hpp). The passes that walk every event do it over fixed ranges
+// of events concurrently (parallel_ranges.hpp) and join what the ranges found in event
+// order, so that the output, the summary and the first error are those of one walk.
 #include "tracelane/compact.hpp"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <unordered_map>
 
 #include "annotations.hpp"
+#include "parallel_ranges.hpp"
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "event_writer.hpp"
@@ -77,47 +80,106 @@ bool check_already_laned(Compaction& c) {
   return !c.out.already_laned.empty();
 }
 
+// A measured slice must have what lanes are made of (SPEC 2): throws at the first thing
+// event i lacks.
+void check_measured_slice(const Trace& trace, size_t i) {
+  const Event& event = trace.events[i];
+  std::string cat(event.cat);
+  if (!event.pid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no pid");
+  if (!event.pid.is_int()) throw Error(where(trace, i) + ": " + cat + " slice pid is not an integer");
+  if (!event.tid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no tid");
+  if (!event.ts.present || !event.ts.numeric)
+    throw Error(where(trace, i) + ": " + cat + " slice has no numeric ts" + time_range_note(event, kTs));
+  if (!event.dur.present || !event.dur.numeric)
+    throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
+  if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
+  bool same = event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value)
+                                 : legacy_stream_tid(event);
+  if (!same)
+    throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.id_text(kTid)) +
+                " differs from args.stream " + std::string(event.id_text(kStream)));
+  if (event.dur.ns < 0) throw Error(where(trace, i) + ": " + cat + " slice has negative dur");
+}
+
+// A cuda_sync slice that can sit on a measured slice's stream (SPEC 9.3), if there is one.
+bool sync_slice_candidate(const Event& event) {
+  if (event.cat != "cuda_sync" || event.ph != "X") return false;
+  if (!event.pid.is_int() || !event.tid.is_int() || !event.stream.is_int()) return false;
+  if (event.tid.value != event.stream.value) return false;
+  return event.ts.numeric && event.dur.numeric && event.dur.ns >= 0;
+}
+
+// What extract_slices finds in one range of events, in event order, with the streams
+// they are on numbered in the range's own order of first appearance.
+struct FoundSlices {
+  struct Found {
+    uint32_t event;
+    int group;
+    uint32_t stream;  // index into `streams`
+  };
+  std::vector<Found> measured, syncs;
+  std::vector<StreamKey> streams;
+  size_t cuda_graph_launches = 0;
+};
+
 // Finds the measured slices (SPEC 2), the cuda_sync slices that sit on their streams
-// (SPEC 9.3), and the old streams they live on.
+// (SPEC 9.3), and the old streams they live on. Checking, classifying and finding the
+// stream of every event is done over ranges of events concurrently; the streams are then
+// numbered and the slices added in event order.
 void extract_slices(Compaction& c) {
   Timings::Scope t(c.timings, "extract_slices");
   Trace& trace = c.trace;
   const Rules& rules = c.rules;
   SliceSet& set = c.slices;
   CompactSummary& summary = c.summary;
-  auto& events = trace.events;
-  for (size_t i = 0; i < events.size(); ++i) {
-    Event& event = events[i];
-    if (event.name == "cudaGraphLaunch") ++summary.cuda_graph_launches;
-    if (!is_measured_cat(event.cat)) continue;
-    std::string cat(event.cat);
-    if (!event.pid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no pid");
-    if (!event.pid.is_int()) throw Error(where(trace, i) + ": " + cat + " slice pid is not an integer");
-    if (!event.tid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no tid");
-    if (!event.ts.present || !event.ts.numeric)
-      throw Error(where(trace, i) + ": " + cat + " slice has no numeric ts" + time_range_note(event, kTs));
-    if (!event.dur.present || !event.dur.numeric)
-      throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
-    if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
-    bool same = event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value)
-                                   : legacy_stream_tid(event);
-    if (!same)
-      throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.id_text(kTid)) +
-                  " differs from args.stream " + std::string(event.id_text(kStream)));
-    if (event.dur.ns < 0) throw Error(where(trace, i) + ": " + cat + " slice has negative dur");
-    set.add(trace, uint32_t(i), rules.classify(event.cat, event.name));
-    ++summary.measured_slices;
+  const auto& events = trace.events;
+  std::vector<FoundSlices> found(range_count(events.size()));
+  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
+    FoundSlices part;  // a local: neighbouring ranges' parts share a cache line
+    std::unordered_map<StreamKey, uint32_t, StreamKeyHash> stream_of;
+    auto stream = [&](const Event& event) {
+      StreamKey key{event.pid.value, event.id_text(kTid)};
+      auto [it, inserted] = stream_of.try_emplace(key, uint32_t(part.streams.size()));
+      if (inserted) part.streams.push_back(key);
+      return it->second;
+    };
+    for (size_t i = begin; i < end; ++i) {
+      const Event& event = events[i];
+      if (event.name == "cudaGraphLaunch") ++part.cuda_graph_launches;
+      if (is_measured_cat(event.cat)) {
+        check_measured_slice(trace, i);
+        part.measured.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
+      } else if (sync_slice_candidate(event)) {
+        part.syncs.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
+      }
+    }
+    found[r] = std::move(part);
+  });
+  // Streams are numbered in order of their first measured slice, as one walk numbers them.
+  std::vector<std::vector<uint32_t>> numbers(found.size());
+  for (size_t r = 0; r < found.size(); ++r) {
+    FoundSlices& part = found[r];
+    summary.cuda_graph_launches += part.cuda_graph_launches;
+    numbers[r].assign(part.streams.size(), UINT32_MAX);
+    for (const FoundSlices::Found& slice : part.measured) {
+      uint32_t& number = numbers[r][slice.stream];
+      if (number == UINT32_MAX) number = set.stream_index(part.streams[slice.stream]);
+      set.add(trace, slice.event, slice.group, number);
+    }
+    summary.measured_slices += part.measured.size();
   }
   if (set.slices.empty()) throw Error(trace.source + ": no GPU kernel/memcpy/memset slices");
-  for (size_t i = 0; i < events.size(); ++i) {
-    Event& event = events[i];
-    if (event.cat != "cuda_sync" || event.ph != "X") continue;
-    if (!event.pid.is_int() || !event.tid.is_int() || !event.stream.is_int()) continue;
-    if (event.tid.value != event.stream.value) continue;
-    if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
-    if (!set.find_stream(event.pid.value, event.id_text(kTid))) continue;
-    set.add(trace, uint32_t(i), rules.classify(event.cat, event.name));
-  }
+  // The cuda_sync slices go after every measured one: only then are the streams known.
+  for (size_t r = 0; r < found.size(); ++r)
+    for (const FoundSlices::Found& slice : found[r].syncs) {
+      uint32_t number = numbers[r][slice.stream];
+      if (number == UINT32_MAX) {
+        const OldStream* stream = set.find_stream(found[r].streams[slice.stream].first, found[r].streams[slice.stream].second);
+        if (!stream) continue;
+        number = numbers[r][slice.stream] = uint32_t(stream - set.streams.data());
+      }
+      set.add(trace, slice.event, slice.group, number);
+    }
   set.finish(trace);
   summary.original_streams = set.streams.size();
 }
@@ -176,37 +238,50 @@ void build_lanes(Compaction& c) {
   for (const Slice& slice : set.slices) trace.events[slice.event].set_tid(lanes[slice.lane].tid, true);
 }
 
-// Events tied to old streams follow their slices (SPEC 5, 9.2).
+// Events tied to old streams follow their slices (SPEC 5, 9.2). Each event moves on its
+// own: ranges of events are done concurrently, and their counts summed.
 void remap_related(Compaction& c) {
   Timings::Scope t(c.timings, "remap_related");
   Trace& trace = c.trace;
   const SliceSet& set = c.slices;
   const std::vector<Lane>& lanes = c.out.lanes;
-  CompactSummary& summary = c.summary;
-  for (size_t i = 0; i < trace.events.size(); ++i) {
-    Event& event = trace.events[i];
-    if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
-    const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
-    if (!stream) continue;
-    if (event.ph == "M") {
-      if (event.name == "thread_name" || event.name == "thread_sort_index") event.dropped = true;
-      continue;
-    }
-    if (event.is_flow()) {
-      std::optional<uint32_t> slice = event.ts.numeric ? set.slice_for_flow(*stream, event.ts.ns) : std::nullopt;
-      if (slice) {
-        event.set_tid(lanes[set.slices[*slice].lane].tid, false);
-        ++summary.gpu_flow_endpoints_mapped;
-      } else {
-        ++summary.gpu_flow_endpoints_unmapped;
+  struct Counts {
+    size_t flows_mapped = 0, flows_unmapped = 0, annotations_mapped = 0;
+  };
+  std::vector<Counts> counts(range_count(trace.events.size()));
+  for_each_range(trace.events.size(), [&](size_t r, size_t begin, size_t end) {
+    Counts count;  // a local: neighbouring ranges' counts share a cache line
+    for (size_t i = begin; i < end; ++i) {
+      Event& event = trace.events[i];
+      if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
+      const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
+      if (!stream) continue;
+      if (event.ph == "M") {
+        if (event.name == "thread_name" || event.name == "thread_sort_index") event.dropped = true;
+        continue;
       }
-      continue;
+      if (event.is_flow()) {
+        std::optional<uint32_t> slice = event.ts.numeric ? set.slice_for_flow(*stream, event.ts.ns) : std::nullopt;
+        if (slice) {
+          event.set_tid(lanes[set.slices[*slice].lane].tid, false);
+          ++count.flows_mapped;
+        } else {
+          ++count.flows_unmapped;
+        }
+        continue;
+      }
+      if (event.cat == "gpu_user_annotation" && event.ts.numeric) {
+        uint32_t slice = set.nearest_slice(*stream, event.ts.ns);
+        event.set_tid(lanes[set.slices[slice].lane].annotation_tid, false);
+        ++count.annotations_mapped;
+      }
     }
-    if (event.cat == "gpu_user_annotation" && event.ts.numeric) {
-      uint32_t slice = set.nearest_slice(*stream, event.ts.ns);
-      event.set_tid(lanes[set.slices[slice].lane].annotation_tid, false);
-      ++summary.gpu_annotations_mapped;
-    }
+    counts[r] = count;
+  });
+  for (const Counts& count : counts) {
+    c.summary.gpu_flow_endpoints_mapped += count.flows_mapped;
+    c.summary.gpu_flow_endpoints_unmapped += count.flows_unmapped;
+    c.summary.gpu_annotations_mapped += count.annotations_mapped;
   }
 }
 
@@ -271,7 +346,46 @@ std::string written_time(const Event& event, Field field) {
   return ns_as_us(field == kTs ? event.new_ts : event.new_dur);
 }
 
-// The tracks are final afterwards: pid_tracks records them for PP block building.
+// An annotation on a lane's annotation track, and its span.
+struct TrackMember {
+  uint32_t event;
+  TwoViews span;
+};
+
+// Which sub-track each of one track's spans goes to (0: the track itself), for `members`
+// in traceEvents order; sorts them into the order they are visited.
+std::vector<uint32_t> choose_subtracks(std::vector<TrackMember>& members) {
+  std::stable_sort(members.begin(), members.end(), [](const TrackMember& a, const TrackMember& b) {
+    Ns a_dur = a.span.end - a.span.start, b_dur = b.span.end - b.span.start;
+    return a.span.start != b.span.start ? a.span.start < b.span.start : a_dur > b_dur;
+  });
+  std::vector<uint32_t> chosen_of(members.size());
+  std::vector<std::vector<TwoViews>> open;  // per sub-track: open spans, innermost last
+  for (size_t m = 0; m < members.size(); ++m) {
+    const TwoViews& span = members[m].span;
+    size_t chosen = open.size();
+    for (size_t k = 0; k < open.size(); ++k) {
+      auto& stack = open[k];
+      while (!stack.empty() && stack.back().end <= span.start && stack.back().seen_end <= span.seen_start)
+        stack.pop_back();
+      const TwoViews* parent = stack.empty() ? nullptr : &stack.back();
+      if (!parent || (parent->start <= span.start && span.end <= parent->end &&
+                      parent->seen_start <= span.seen_start && span.seen_end <= parent->seen_end)) {
+        chosen = k;
+        break;
+      }
+    }
+    if (chosen == open.size()) open.emplace_back();
+    open[chosen].push_back(span);
+    chosen_of[m] = uint32_t(chosen);
+  }
+  return chosen_of;
+}
+
+// The tracks are final afterwards: pid_tracks records them for PP block building. Finding
+// each annotation's track and span is done over ranges of events concurrently, and the
+// tracks are split concurrently; the sub-tracks' tids are then given in lane order, as
+// TrackTids needs.
 void split_annotation_tracks(Compaction& c) {
   Timings::Scope t(c.timings, "split_annotation_tracks");
   Trace& trace = c.trace;
@@ -280,53 +394,51 @@ void split_annotation_tracks(Compaction& c) {
   CompactSummary& summary = c.summary;
   std::unordered_map<int64_t, size_t> lane_of_track;
   for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
-  std::vector<std::vector<uint32_t>> on_track(lanes.size());
-  for (uint32_t i = 0; i < trace.events.size(); ++i) {
-    const Event& event = trace.events[i];
-    if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
-    if (!((event.changed >> kTid) & 1) && !event.tid.is_int()) continue;
-    if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
-    auto it = lane_of_track.find(event.final_tid());
-    if (it != lane_of_track.end()) on_track[it->second].push_back(i);
-  }
-  for (size_t l = 0; l < lanes.size(); ++l) {
-    auto& members = on_track[l];
-    std::stable_sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
-      const Event &x = trace.events[a], &y = trace.events[b];
-      Ns xs = x.final_ts(), ys = y.final_ts();
-      return xs != ys ? xs < ys : x.final_dur() > y.final_dur();
-    });
-    std::vector<std::vector<TwoViews>> open;  // per sub-track: open spans, innermost last
-    for (uint32_t index : members) {
-      Event& event = trace.events[index];
+  const auto& events = trace.events;
+  std::vector<std::vector<std::pair<size_t, TrackMember>>> found(range_count(events.size()));
+  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
+    std::vector<std::pair<size_t, TrackMember>> part;  // a local: ranges' vectors share a cache line
+    for (size_t i = begin; i < end; ++i) {
+      const Event& event = events[i];
+      if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
+      if (!((event.changed >> kTid) & 1) && !event.tid.is_int()) continue;
+      if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
+      auto it = lane_of_track.find(event.final_tid());
+      if (it == lane_of_track.end()) continue;
       TwoViews span;
       span.start = event.final_ts();
       span.end = span.start + event.final_dur();
       span.seen_start = as_perfetto_reads(written_time(event, kTs), span.start);
       span.seen_end = span.seen_start + as_perfetto_reads(written_time(event, kDur), event.final_dur());
-      size_t chosen = open.size();
-      for (size_t k = 0; k < open.size(); ++k) {
-        auto& stack = open[k];
-        while (!stack.empty() && stack.back().end <= span.start && stack.back().seen_end <= span.seen_start)
-          stack.pop_back();
-        const TwoViews* parent = stack.empty() ? nullptr : &stack.back();
-        if (!parent || (parent->start <= span.start && span.end <= parent->end &&
-                        parent->seen_start <= span.seen_start && span.seen_end <= parent->seen_end)) {
-          chosen = k;
-          break;
-        }
-      }
-      if (chosen == open.size()) open.emplace_back();
-      open[chosen].push_back(span);
-      if (chosen == 0) continue;
-      Lane& lane = lanes[l];
-      while (lane.annotation_subtracks.size() < chosen) {
+      part.push_back({it->second, {uint32_t(i), span}});
+    }
+    found[r] = std::move(part);
+  });
+  std::vector<std::vector<TrackMember>> on_track(lanes.size());
+  size_t annotations = 0;
+  for (const auto& part : found) {
+    for (const auto& [l, member] : part) on_track[l].push_back(member);
+    annotations += part.size();
+  }
+  std::vector<std::vector<uint32_t>> chosen(lanes.size());
+  auto split = [&](size_t l) { chosen[l] = choose_subtracks(on_track[l]); };
+  if (annotations < events_per_range) {
+    for (size_t l = 0; l < lanes.size(); ++l) split(l);
+  } else {
+    for_each_index(lanes.size(), split);
+  }
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    Lane& lane = lanes[l];
+    for (size_t m = 0; m < on_track[l].size(); ++m) {
+      uint32_t k = chosen[l][m];
+      if (k == 0) continue;
+      while (lane.annotation_subtracks.size() < k) {
         // Sub-track n is "<label> annotations (n)", n from 2.
         uint32_t n = uint32_t(lane.annotation_subtracks.size()) + 2;
         lane.annotation_subtracks.push_back(tids.tid({lane.gpu, uint32_t(lane.group), lane.number, n}));
         ++summary.annotation_subtracks;
       }
-      event.set_tid(lanes[l].annotation_subtracks[chosen - 1], false);
+      trace.events[on_track[l][m].event].set_tid(lane.annotation_subtracks[k - 1], false);
     }
   }
   summary.lane_tids_unaligned = tids.unaligned();
@@ -339,15 +451,27 @@ void add_lane_metadata(Compaction& c) {
   Timings::Scope t(c.timings, "add_lane_metadata");
   Trace& trace = c.trace;
   const std::vector<Lane>& lanes = c.out.lanes;
+  // Which annotation tracks hold an annotation: found over ranges of events concurrently.
+  std::unordered_map<int64_t, size_t> lane_of_track;
+  for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
+  std::vector<std::vector<char>> found(range_count(trace.events.size()));
+  for_each_range(trace.events.size(), [&](size_t r, size_t begin, size_t end) {
+    std::vector<char> part(lanes.size());  // a local: neighbouring ranges' vectors share a cache line
+    for (size_t i = begin; i < end; ++i) {
+      const Event& event = trace.events[i];
+      if (event.dropped || event.cat != "gpu_user_annotation" || !event.tid.present()) continue;
+      bool is_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
+      if (!is_int) continue;
+      auto it = lane_of_track.find(event.final_tid());
+      if (it != lane_of_track.end()) part[it->second] = 1;
+    }
+    found[r] = std::move(part);
+  });
   std::unordered_map<int64_t, bool> annotated;  // annotation tid -> holds an annotation
   for (const auto& lane : lanes) annotated[lane.annotation_tid] = false;
-  for (const Event& event : trace.events) {
-    if (event.dropped || event.cat != "gpu_user_annotation" || !event.tid.present()) continue;
-    bool is_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
-    if (!is_int) continue;
-    auto it = annotated.find(event.final_tid());
-    if (it != annotated.end()) it->second = true;
-  }
+  for (const auto& part : found)
+    for (size_t l = 0; l < lanes.size(); ++l)
+      if (part[l]) annotated[lanes[l].annotation_tid] = true;
   int64_t sort_index = 0;
   auto emit = [&](int64_t pid, int64_t tid, const std::string& label) {
     EventBuilder name;
@@ -401,43 +525,77 @@ void add_pp_flows(Compaction& c) {
 void count_summary(Compaction& c) {
   Timings::Scope t(c.timings, "count_summary");
   CompactSummary& summary = c.summary;
+  const auto& groups = c.rules.groups();
   summary.compacted_lanes = c.out.lanes.size();
-  for (const Slice& slice : c.slices.slices) ++summary.slice_groups[c.rules.groups()[slice.group].id];
+  // Counted by group number first: a map lookup per slice is most of this pass's time.
+  std::vector<size_t> per_group(groups.size());
+  for (const Slice& slice : c.slices.slices) ++per_group[slice.group];
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (per_group[g] > 0) summary.slice_groups[groups[g].id] += per_group[g];
   for (const Lane& lane : c.out.lanes) ++summary.lanes_by_group[lane.group_id];
-  for (const Event& event : c.trace.events)
-    if (!event.dropped && event.cat == "gpu_user_annotation") ++summary.gpu_annotations_retained;
+  const auto& events = c.trace.events;
+  std::vector<size_t> retained(range_count(events.size()));
+  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
+    size_t count = 0;  // a local: neighbouring ranges' counts share a cache line
+    for (size_t i = begin; i < end; ++i)
+      if (!events[i].dropped && events[i].cat == "gpu_user_annotation") ++count;
+    retained[r] = count;
+  });
+  for (size_t count : retained) summary.gpu_annotations_retained += count;
 }
 
 // Self-validation (SPEC 6), from the events as they will be written: the same slices,
-// unchanged but for tid and args.stream, and no two overlapping on one lane.
+// unchanged but for tid and args.stream, and no two overlapping on one lane. The events
+// are checked over ranges concurrently, and the lanes each sorted concurrently; the first
+// failure in event order (then in lane order) is the one reported.
 void validate(Compaction& c) {
   Timings::Scope t(c.timings, "validate");
   const Trace& trace = c.trace;
   const SliceSet& set = c.slices;
   constexpr uint8_t allowed_changes = uint8_t(1u << kTid | 1u << kStream);
+  struct Placed {
+    int64_t tid;
+    Ns start, end;
+  };
+  std::vector<std::vector<Placed>> placed(range_count(trace.events.size()));
+  for_each_range(trace.events.size(), [&](size_t r, size_t begin, size_t end) {
+    std::vector<Placed> part;  // a local: neighbouring ranges' vectors share a cache line
+    for (size_t i = begin; i < end; ++i) {
+      const Event& event = trace.events[i];
+      bool measured = is_measured_cat(event.cat);
+      if (!measured && !(i < set.is_slice.size() && set.is_slice[i])) continue;
+      if (!measured && event.dropped) continue;
+      if (event.dropped) throw Error(where(trace, i) + ": validation: a measured slice was dropped");
+      if (event.changed & ~allowed_changes)
+        throw Error(where(trace, i) + ": validation: a measured slice changed more than its placement");
+      if (!((event.changed >> kTid) & 1) || !((event.changed >> kStream) & 1))
+        throw Error(where(trace, i) + ": validation: a measured slice was not placed on a lane");
+      part.push_back({event.new_tid, event.final_ts(), event.final_ts() + event.final_dur()});
+    }
+    placed[r] = std::move(part);
+  });
   size_t count = 0;
-  std::unordered_map<int64_t, std::vector<std::pair<Ns, Ns>>> by_lane;
-  for (size_t i = 0; i < trace.events.size(); ++i) {
-    const Event& event = trace.events[i];
-    bool measured = is_measured_cat(event.cat);
-    if (!measured && !(i < set.is_slice.size() && set.is_slice[i])) continue;
-    if (!measured && event.dropped) continue;
-    if (event.dropped) throw Error(where(trace, i) + ": validation: a measured slice was dropped");
-    ++count;
-    if (event.changed & ~allowed_changes)
-      throw Error(where(trace, i) + ": validation: a measured slice changed more than its placement");
-    if (!((event.changed >> kTid) & 1) || !((event.changed >> kStream) & 1))
-      throw Error(where(trace, i) + ": validation: a measured slice was not placed on a lane");
-    by_lane[event.new_tid].push_back({event.final_ts(), event.final_ts() + event.final_dur()});
-  }
+  for (const auto& part : placed) count += part.size();
   if (count != set.slices.size())
     throw Error(trace.source + ": validation: " + std::to_string(set.slices.size()) + " slices in, " +
                 std::to_string(count) + " out");
-  for (auto& [tid, intervals] : by_lane) {
+  // Lanes in the order of a map filled in event order, as the message names the first.
+  std::unordered_map<int64_t, std::vector<std::pair<Ns, Ns>>> by_lane;
+  for (const auto& part : placed)
+    for (const Placed& slice : part) by_lane[slice.tid].push_back({slice.start, slice.end});
+  std::vector<std::pair<const int64_t, std::vector<std::pair<Ns, Ns>>>*> lanes;
+  for (auto& entry : by_lane) lanes.push_back(&entry);
+  auto check_lane = [&](size_t k) {
+    auto& [tid, intervals] = *lanes[k];
     std::sort(intervals.begin(), intervals.end());
-    for (size_t k = 1; k < intervals.size(); ++k)
-      if (intervals[k].first < intervals[k - 1].second)
+    for (size_t j = 1; j < intervals.size(); ++j)
+      if (intervals[j].first < intervals[j - 1].second)
         throw Error(trace.source + ": validation: slices overlap on lane tid " + std::to_string(tid));
+  };
+  if (count < events_per_range) {
+    for (size_t k = 0; k < lanes.size(); ++k) check_lane(k);
+  } else {
+    for_each_index(lanes.size(), check_lane);
   }
 }
 
@@ -466,16 +624,29 @@ void rebuild_annotation_tracks(CompactedTrace& compacted) {
     compacted.pid_tracks[k].pp_rank = old_tracks[k].pp_rank;
 }
 
+// Gathered over ranges of events concurrently, then joined in traceEvents order.
 std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
+  const auto& events = trace.events;
+  std::vector<std::vector<AnnotationSpan>> found(range_count(events.size()));
+  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
+    std::vector<AnnotationSpan> part;  // a local: neighbouring ranges' vectors share a cache line
+    for (size_t i = begin; i < end; ++i) {
+      const Event& event = events[i];
+      if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
+      bool pid_int = ((event.changed >> kPid) & 1) || event.pid.is_int();
+      bool tid_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
+      if (!pid_int || !tid_int || !event.ts.numeric || !event.dur.numeric) continue;
+      Ns start = event.final_ts();
+      part.push_back({event.final_pid(), event.final_tid(), start, start + event.final_dur(), event.name});
+    }
+    found[r] = std::move(part);
+  });
+  if (found.size() == 1) return std::move(found[0]);
+  size_t total = 0;
+  for (const auto& part : found) total += part.size();
   std::vector<AnnotationSpan> spans;
-  for (const Event& event : trace.events) {
-    if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
-    bool pid_int = ((event.changed >> kPid) & 1) || event.pid.is_int();
-    bool tid_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
-    if (!pid_int || !tid_int || !event.ts.numeric || !event.dur.numeric) continue;
-    Ns start = event.final_ts();
-    spans.push_back({event.final_pid(), event.final_tid(), start, start + event.final_dur(), event.name});
-  }
+  spans.reserve(total);
+  for (const auto& part : found) spans.insert(spans.end(), part.begin(), part.end());
   return spans;
 }
 

@@ -10,9 +10,6 @@
 // (renumber_ranks). Serialisation goes in blocks of events, concurrently (trace_output.hpp).
 #include "tracelane/merge.hpp"
 
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
 #include <algorithm>
 #include <exception>
 #include <set>
@@ -21,7 +18,7 @@
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "event_writer.hpp"
-#include "tsan_handoff.hpp"
+#include "parallel_ranges.hpp"
 #include "tracelane/restore.hpp"
 #include "tracelane/summary.hpp"
 #include "tracelane/timings.hpp"
@@ -300,28 +297,12 @@ void move_rank(Merge& m, MergeRank& rank, const PidMap& new_pid) {
   }
 }
 
-// Runs `work(k)` for every stacked rank k, concurrently in the caller's arena (isolated:
-// a waiting thread takes no other file's job), and rethrows the failure of the first rank
-// in PP order that failed, as running them one after another would.
+// Runs `work(k)` for every stacked rank k, concurrently in the caller's arena, and
+// rethrows the failure of the first rank in PP order that failed, as running them one
+// after another would (parallel_ranges.hpp).
 template <class Work>
 void for_each_rank(const Merge& m, Work&& work) {
-  std::vector<std::exception_ptr> failures(m.stacked.size());
-  // The task is made before the hand-off to the workers, for TSan (tsan_handoff.hpp):
-  // parallel_for calls it through a reference.
-  auto task = [&](size_t k) {
-    tsan_acquire(&tsan_task_start);
-    try {
-      work(k);
-    } catch (...) {
-      failures[k] = std::current_exception();
-    }
-    tsan_release(&failures[k]);
-  };
-  tsan_release(&tsan_task_start);
-  tbb::this_task_arena::isolate([&] { tbb::parallel_for(size_t(0), m.stacked.size(), task); });
-  for (const std::exception_ptr& failure : failures) tsan_acquire(&failure);
-  for (const std::exception_ptr& failure : failures)
-    if (failure) std::rethrow_exception(failure);
+  for_each_index(m.stacked.size(), work);
 }
 
 // Rank by rank in PP order, so that pids and flow ids count up through the stages: the

@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "event_writer.hpp"
+#include "parallel_ranges.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/rules.hpp"
 
@@ -474,17 +475,42 @@ void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
 
 void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
   if (flows.empty()) return;
-  std::vector<int64_t> used;  // ids of the trace's own flow events
-  for (const Event& event : trace.events) {
-    if (!event.is_flow() || event.dropped || !event.id.present()) continue;
-    if (event.changed & (1u << kId))
-      used.push_back(event.new_id);
-    else if (event.id.is_int())
-      used.push_back(event.id.value);
-    else
-      add_id_readings(event.id_text(kId), used);
+  // The ids of the trace's own flow events, sorted and distinct: gathered and sorted over
+  // ranges of events concurrently, then merged.
+  const auto& events = trace.events;
+  std::vector<std::vector<int64_t>> found(range_count(events.size()));
+  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
+    std::vector<int64_t> part;  // a local: neighbouring ranges' vectors share a cache line
+    for (size_t i = begin; i < end; ++i) {
+      const Event& event = events[i];
+      if (!event.is_flow() || event.dropped || !event.id.present()) continue;
+      if (event.changed & (1u << kId))
+        part.push_back(event.new_id);
+      else if (event.id.is_int())
+        part.push_back(event.id.value);
+      else
+        add_id_readings(event.id_text(kId), part);
+    }
+    std::sort(part.begin(), part.end());
+    part.erase(std::unique(part.begin(), part.end()), part.end());
+    found[r] = std::move(part);
+  });
+  std::vector<int64_t> used;
+  std::vector<size_t> bounds = {0};  // the sorted runs in `used`, merged pairwise
+  for (const auto& part : found) {
+    used.insert(used.end(), part.begin(), part.end());
+    bounds.push_back(used.size());
   }
-  std::sort(used.begin(), used.end());
+  while (bounds.size() > 2) {
+    std::vector<size_t> merged = {0};
+    for (size_t k = 2; k < bounds.size(); k += 2) {
+      std::inplace_merge(used.begin() + ptrdiff_t(bounds[k - 2]), used.begin() + ptrdiff_t(bounds[k - 1]),
+                         used.begin() + ptrdiff_t(bounds[k]));
+      merged.push_back(bounds[k]);
+    }
+    if (bounds.size() % 2 == 0) merged.push_back(bounds.back());  // an odd run out
+    bounds = std::move(merged);
+  }
   used.erase(std::unique(used.begin(), used.end()), used.end());
   // Flow ids are increasing (one per pair considered); each moves up by the used ids at
   // or below where it lands, so the flows keep their order and distinct ids.

@@ -1,0 +1,160 @@
+// The compaction passes that walk the events over ranges concurrently (parallel_ranges.hpp,
+// compact.cpp, annotations.cpp): with the ranges made small enough that a small trace has
+// many, in arenas of 1, 2 and 4 threads, the written trace and the summary must be those
+// of one walk over all the events, and a bad trace must fail with the first bad event's
+// message, whichever range finishes first.
+#include <tbb/task_arena.h>
+
+#include <limits>
+#include <optional>
+
+#include "parallel_ranges.hpp"
+#include "test_support.hpp"
+#include "tracelane/summary.hpp"
+
+namespace tracelane::testing {
+namespace {
+
+const std::vector<int> kThreads = {1, 2, 4};
+
+// Sets how many events a range holds while in scope.
+class RangeSize {
+ public:
+  explicit RangeSize(size_t events) { events_per_range = events; }
+  ~RangeSize() { events_per_range = saved_; }
+
+ private:
+  size_t saved_ = events_per_range;
+};
+
+constexpr size_t kOneRange = std::numeric_limits<size_t>::max();
+
+// `kernels` kernels on six streams of GPU 0 that overlap across streams (several lanes),
+// with what every pass has work for: graph launches, cuda_sync slices on the streams,
+// flows into kernels, identical overlapping annotations (coalesced), annotations that
+// cross on one track (sub-tracks), runs of kernels named by args.name (kernel runs), and
+// PP actions (local PP arrows, whose ids step over the trace's own flow ids).
+std::string passes_trace(int kernels) {
+  std::vector<std::string> events;
+  for (int s = 0; s < 6; ++s)
+    events.push_back(metadata("thread_name", 0, 7 + s, R"({"name": "stream )" + std::to_string(7 + s) + R"("})"));
+  for (int i = 0; i < kernels; ++i) {
+    int stream = 7 + i % 6;
+    int start = 100 + 2 * i;
+    std::string ts = std::to_string(start) + (i % 4 == 1 ? ".500" : i % 4 == 2 ? ".0" : "");
+    if (i % 25 == 0) {
+      events.push_back(annotation(0, stream, ts, "9", "step"));
+      events.push_back(annotation(0, stream, std::to_string(start + 1), "9", "step"));
+    }
+    if (i % 40 == 3) {
+      events.push_back(annotation(0, stream, ts, "5", "a" + std::to_string(i)));
+      events.push_back(annotation(0, stream, std::to_string(start + 2) + ".25", "5", "b" + std::to_string(i)));
+    }
+    if (i % 7 == 0) {
+      std::string id = std::to_string(i + 1);
+      events.push_back(R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 100, "tid": 100, "ts": )" +
+                       std::to_string(start - 1) + R"(, "dur": 1})");
+      events.push_back(flow("s", "ac2g", id, 100, 100, std::to_string(start - 1)));
+      events.push_back(flow("f", "ac2g", id, 0, stream, ts));
+    }
+    if (i % 100 == 5) {  // stage 0's microbatch i / 100: received, computed, sent
+      std::string microbatch = std::to_string(i / 100);
+      events.push_back(annotation(0, stream, std::to_string(start), "1", "PP:0RECV_F" + microbatch));
+      events.push_back(annotation(0, stream, std::to_string(start + 1), "2", "PP:0F" + microbatch));
+      events.push_back(annotation(0, stream, std::to_string(start + 3), "1", "PP:0SEND_F" + microbatch));
+    }
+    if (i % 50 == 10) events.push_back(slice_event("cuda_sync", "cudaStreamSynchronize", 0, stream, ts, "0.5"));
+    std::string args = "\"correlation\": " + std::to_string(i + 1);
+    if (i % 10 < 6) args += ", \"name\": \"fwd" + std::to_string(i / 60) + "\"";
+    events.push_back(kernel(0, stream, ts, i % 5 == 0 ? "7.5" : i % 3 ? "1.25" : "2", "k" + std::to_string(i % 13), args));
+  }
+  return trace_json(events);
+}
+
+struct Compacted {
+  std::string text, summary;
+  CompactSummary counts;
+};
+
+Compacted compact_in_arena(const std::string& json, int threads) {
+  std::optional<Compacted> result;
+  tbb::task_arena(threads).execute([&] {
+    CompactedTrace compacted = compact_trace(parse_trace(json, "test.json"), {});
+    result.emplace(Compacted{write_compacted(compacted), compaction_summary(compacted.summary, true).dump(-1),
+                             compacted.summary});
+  });
+  return std::move(*result);
+}
+
+std::string error_in_arena(const std::string& json, int threads) {
+  return error_message([&] { compact_in_arena(json, threads); });
+}
+
+TEST(ParallelPasses, ManyRangesWriteWhatOneWalkWrites) {
+  std::string json = passes_trace(6000);
+  Compacted reference;
+  {
+    RangeSize one(kOneRange);
+    reference = compact_in_arena(json, 1);
+  }
+  // The trace gives every split pass work, so that the comparison means something.
+  EXPECT_GT(reference.counts.compacted_lanes, 1u);
+  EXPECT_GT(reference.counts.cuda_graph_launches, 0u);
+  EXPECT_GT(reference.counts.gpu_flow_endpoints_mapped, 0u);
+  EXPECT_GT(reference.counts.gpu_annotations_coalesced, 0u);
+  EXPECT_GT(reference.counts.annotation_subtracks, 0u);
+  EXPECT_GT(reference.counts.kernel_annotation_blocks, 0u);
+  EXPECT_GT(reference.counts.slice_groups.count("sync"), 0u);
+  EXPECT_GT(reference.counts.pp.compute_dependency_pairs, 0u);
+  for (size_t size : {size_t(1), size_t(97), size_t(1000)}) {
+    RangeSize ranges(size);
+    for (int threads : kThreads) {
+      Compacted result = compact_in_arena(json, threads);
+      std::string what = std::to_string(size) + " events a range, " + std::to_string(threads) + " threads";
+      EXPECT_EQ(result.summary, reference.summary) << what;
+      EXPECT_TRUE(result.text == reference.text) << what;
+    }
+  }
+}
+
+// At the built-in range size: a trace just large enough for two ranges.
+TEST(ParallelPasses, BigTraceWritesWhatOneWalkWrites) {
+  std::string json = passes_trace(50000);
+  Compacted reference;
+  {
+    RangeSize one(kOneRange);
+    reference = compact_in_arena(json, 1);
+  }
+  for (int threads : kThreads) {
+    Compacted result = compact_in_arena(json, threads);
+    EXPECT_EQ(result.summary, reference.summary) << threads << " threads";
+    EXPECT_TRUE(result.text == reference.text) << threads << " threads";
+  }
+}
+
+// Two bad slices far apart: the first one in traceEvents order is reported, as a walk over
+// all the events reports it, even when the later one's range fails first.
+TEST(ParallelPasses, TheFirstBadSliceIsReportedWhicheverRangeFailsFirst) {
+  std::vector<std::string> events;
+  for (int i = 0; i < 5000; ++i) {
+    if (i == 1500) events.push_back(kernel(0, 7, "3100", "-1"));  // negative dur
+    if (i == 300) events.push_back(R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 700, "dur": 1, "args": {}})");
+    events.push_back(kernel(0, 7 + i % 3, std::to_string(100 + 2 * i), "1"));
+  }
+  std::string json = trace_json(events);
+  std::string reference;
+  {
+    RangeSize one(kOneRange);
+    reference = error_in_arena(json, 1);
+  }
+  EXPECT_NE(reference.find("lacks args.stream"), std::string::npos) << reference;
+  for (size_t size : {size_t(1), size_t(64), size_t(1000)}) {
+    RangeSize ranges(size);
+    for (int threads : kThreads)
+      for (int repeat = 0; repeat < 5; ++repeat)
+        EXPECT_EQ(error_in_arena(json, threads), reference) << size << " events a range, " << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace tracelane::testing
