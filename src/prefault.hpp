@@ -15,8 +15,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+
+#include "parallel_ranges.hpp"
 
 namespace tracelane {
 
@@ -34,12 +35,10 @@ inline void prefault(void* begin, size_t bytes) {
   const uintptr_t last = (uintptr_t(begin) + bytes) / page * page;
   if (last <= first) return;
   const size_t pieces = (last - first + kPrefaultPieceBytes - 1) / kPrefaultPieceBytes;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(size_t(0), pieces, [&](size_t k) {
-      uintptr_t from = first + k * kPrefaultPieceBytes;
-      uintptr_t to = from + kPrefaultPieceBytes < last ? from + kPrefaultPieceBytes : last;
-      (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);
-    });
+  for_each_index(pieces, [&](size_t k) {
+    uintptr_t from = first + k * kPrefaultPieceBytes;
+    uintptr_t to = from + kPrefaultPieceBytes < last ? from + kPrefaultPieceBytes : last;
+    (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);
   });
 }
 
