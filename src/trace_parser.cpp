@@ -91,6 +91,12 @@ struct ChunkedEvents {
 
   // Reads every chunk: concurrently when the arena has threads to spare, or in order.
   void read(Trace& trace, size_t& index) {
+    // The scanner counted the events: their records' pages are made before either path
+    // writes them (prefault.hpp), on every thread of the arena.
+    size_t count = 0;
+    for (size_t events : plan.chunk_events) count += events;
+    trace.events.reserve(trace.events.size() + count);
+    prefault(trace.events.data() + trace.events.size(), count * sizeof(Event));
     if (threads > 1 && plan.chunks.size() > 1 && read_concurrently(trace, index)) return;
     read_in_order(trace, index);
   }
@@ -147,11 +153,7 @@ struct ChunkedEvents {
       int64_t max_int_tid = INT64_MIN;
     };
     std::vector<ChunkResult> results(chunks);
-    const size_t count = first_index[chunks] - index;
-    trace.events.reserve(first_event + count);
-    // The resize writes every record on this thread: have their pages made on all of them.
-    prefault(trace.events.data() + first_event, count * sizeof(Event));
-    trace.events.resize(first_event + count);
+    trace.events.resize(first_event + (first_index[chunks] - index));  // within read()'s reserve
     // One parser per thread, reused for the chunks it reads: its buffers grow to the
     // largest of them, so allocating one a chunk would cost more than the chunk's read.
     tbb::enumerable_thread_specific<od::parser> parsers;
