@@ -203,15 +203,14 @@ size_t coalesce_annotations(Trace& trace) {
   // it out (a parse of the event) is done over ranges of events concurrently; the groups
   // are then filled in traceEvents order.
   const auto& events = trace.events;
-  std::vector<std::vector<std::pair<uint32_t, std::string>>> identities(range_count(events.size()));
-  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
-    simdjson::dom::parser parser;  // reused for every annotation of the range
-    std::vector<std::pair<uint32_t, std::string>> part;  // a local: ranges' vectors share a cache line
-    std::string key;
-    for (size_t i = begin; i < end; ++i)
-      if (annotation_identity(events[i], parser, key)) part.push_back({uint32_t(i), key});
-    identities[r] = std::move(part);
-  });
+  using Identities = std::vector<std::pair<uint32_t, std::string>>;
+  std::vector<Identities> identities =
+      gather_ranges<Identities>(events.size(), [&](size_t begin, size_t end, Identities& part) {
+        simdjson::dom::parser parser;  // reused for every annotation of the range
+        std::string key;
+        for (size_t i = begin; i < end; ++i)
+          if (annotation_identity(events[i], parser, key)) part.push_back({uint32_t(i), key});
+      });
   std::unordered_map<std::string, std::vector<uint32_t>> groups;
   for (auto& part : identities)
     for (auto& [i, key] : part) groups[std::move(key)].push_back(i);

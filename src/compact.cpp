@@ -133,9 +133,7 @@ void extract_slices(Compaction& c) {
   SliceSet& set = c.slices;
   CompactSummary& summary = c.summary;
   const auto& events = trace.events;
-  std::vector<FoundSlices> found(range_count(events.size()));
-  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
-    FoundSlices part;  // a local: neighbouring ranges' parts share a cache line
+  auto find_slices = [&](size_t begin, size_t end, FoundSlices& part) {
     std::unordered_map<StreamKey, uint32_t, StreamKeyHash> stream_of;
     auto stream = [&](const Event& event) {
       StreamKey key{event.pid.value, event.id_text(kTid)};
@@ -153,8 +151,8 @@ void extract_slices(Compaction& c) {
         part.syncs.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
       }
     }
-    found[r] = std::move(part);
-  });
+  };
+  std::vector<FoundSlices> found = gather_ranges<FoundSlices>(events.size(), find_slices);
   // Streams are numbered in order of their first measured slice, as one walk numbers them.
   std::vector<std::vector<uint32_t>> numbers(found.size());
   for (size_t r = 0; r < found.size(); ++r) {
@@ -248,9 +246,7 @@ void remap_related(Compaction& c) {
   struct Counts {
     size_t flows_mapped = 0, flows_unmapped = 0, annotations_mapped = 0;
   };
-  std::vector<Counts> counts(range_count(trace.events.size()));
-  for_each_range(trace.events.size(), [&](size_t r, size_t begin, size_t end) {
-    Counts count;  // a local: neighbouring ranges' counts share a cache line
+  std::vector<Counts> counts = gather_ranges<Counts>(trace.events.size(), [&](size_t begin, size_t end, Counts& count) {
     for (size_t i = begin; i < end; ++i) {
       Event& event = trace.events[i];
       if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
@@ -276,7 +272,6 @@ void remap_related(Compaction& c) {
         ++count.annotations_mapped;
       }
     }
-    counts[r] = count;
   });
   for (const Counts& count : counts) {
     c.summary.gpu_flow_endpoints_mapped += count.flows_mapped;
@@ -395,9 +390,8 @@ void split_annotation_tracks(Compaction& c) {
   std::unordered_map<int64_t, size_t> lane_of_track;
   for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
   const auto& events = trace.events;
-  std::vector<std::vector<std::pair<size_t, TrackMember>>> found(range_count(events.size()));
-  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
-    std::vector<std::pair<size_t, TrackMember>> part;  // a local: ranges' vectors share a cache line
+  using OnTracks = std::vector<std::pair<size_t, TrackMember>>;  // (lane, member)
+  std::vector<OnTracks> found = gather_ranges<OnTracks>(events.size(), [&](size_t begin, size_t end, OnTracks& part) {
     for (size_t i = begin; i < end; ++i) {
       const Event& event = events[i];
       if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
@@ -412,7 +406,6 @@ void split_annotation_tracks(Compaction& c) {
       span.seen_end = span.seen_start + as_perfetto_reads(written_time(event, kDur), event.final_dur());
       part.push_back({it->second, {uint32_t(i), span}});
     }
-    found[r] = std::move(part);
   });
   std::vector<std::vector<TrackMember>> on_track(lanes.size());
   size_t annotations = 0;
@@ -454,9 +447,9 @@ void add_lane_metadata(Compaction& c) {
   // Which annotation tracks hold an annotation: found over ranges of events concurrently.
   std::unordered_map<int64_t, size_t> lane_of_track;
   for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
-  std::vector<std::vector<char>> found(range_count(trace.events.size()));
-  for_each_range(trace.events.size(), [&](size_t r, size_t begin, size_t end) {
-    std::vector<char> part(lanes.size());  // a local: neighbouring ranges' vectors share a cache line
+  using Annotated = std::vector<char>;  // per lane: its annotation track holds one
+  auto find_annotated = [&](size_t begin, size_t end, Annotated& part) {
+    part.resize(lanes.size());
     for (size_t i = begin; i < end; ++i) {
       const Event& event = trace.events[i];
       if (event.dropped || event.cat != "gpu_user_annotation" || !event.tid.present()) continue;
@@ -465,8 +458,8 @@ void add_lane_metadata(Compaction& c) {
       auto it = lane_of_track.find(event.final_tid());
       if (it != lane_of_track.end()) part[it->second] = 1;
     }
-    found[r] = std::move(part);
-  });
+  };
+  std::vector<Annotated> found = gather_ranges<Annotated>(trace.events.size(), find_annotated);
   std::unordered_map<int64_t, bool> annotated;  // annotation tid -> holds an annotation
   for (const auto& lane : lanes) annotated[lane.annotation_tid] = false;
   for (const auto& part : found)
@@ -534,12 +527,9 @@ void count_summary(Compaction& c) {
     if (per_group[g] > 0) summary.slice_groups[groups[g].id] += per_group[g];
   for (const Lane& lane : c.out.lanes) ++summary.lanes_by_group[lane.group_id];
   const auto& events = c.trace.events;
-  std::vector<size_t> retained(range_count(events.size()));
-  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
-    size_t count = 0;  // a local: neighbouring ranges' counts share a cache line
+  std::vector<size_t> retained = gather_ranges<size_t>(events.size(), [&](size_t begin, size_t end, size_t& count) {
     for (size_t i = begin; i < end; ++i)
       if (!events[i].dropped && events[i].cat == "gpu_user_annotation") ++count;
-    retained[r] = count;
   });
   for (size_t count : retained) summary.gpu_annotations_retained += count;
 }
@@ -557,9 +547,8 @@ void validate(Compaction& c) {
     int64_t tid;
     Ns start, end;
   };
-  std::vector<std::vector<Placed>> placed(range_count(trace.events.size()));
-  for_each_range(trace.events.size(), [&](size_t r, size_t begin, size_t end) {
-    std::vector<Placed> part;  // a local: neighbouring ranges' vectors share a cache line
+  using Slices = std::vector<Placed>;
+  std::vector<Slices> placed = gather_ranges<Slices>(trace.events.size(), [&](size_t begin, size_t end, Slices& part) {
     for (size_t i = begin; i < end; ++i) {
       const Event& event = trace.events[i];
       bool measured = is_measured_cat(event.cat);
@@ -572,7 +561,6 @@ void validate(Compaction& c) {
         throw Error(where(trace, i) + ": validation: a measured slice was not placed on a lane");
       part.push_back({event.new_tid, event.final_ts(), event.final_ts() + event.final_dur()});
     }
-    placed[r] = std::move(part);
   });
   size_t count = 0;
   for (const auto& part : placed) count += part.size();
@@ -627,9 +615,8 @@ void rebuild_annotation_tracks(CompactedTrace& compacted) {
 // Gathered over ranges of events concurrently, then joined in traceEvents order.
 std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
   const auto& events = trace.events;
-  std::vector<std::vector<AnnotationSpan>> found(range_count(events.size()));
-  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
-    std::vector<AnnotationSpan> part;  // a local: neighbouring ranges' vectors share a cache line
+  using Spans = std::vector<AnnotationSpan>;
+  std::vector<Spans> found = gather_ranges<Spans>(events.size(), [&](size_t begin, size_t end, Spans& part) {
     for (size_t i = begin; i < end; ++i) {
       const Event& event = events[i];
       if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
@@ -639,7 +626,6 @@ std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
       Ns start = event.final_ts();
       part.push_back({event.final_pid(), event.final_tid(), start, start + event.final_dur(), event.name});
     }
-    found[r] = std::move(part);
   });
   if (found.size() == 1) return std::move(found[0]);
   size_t total = 0;

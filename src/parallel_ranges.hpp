@@ -63,4 +63,18 @@ void for_each_range(size_t count, const Work& work) {
   for_each_index(ranges, run);
 }
 
+// What each of the ranges of [0, count) gathers, in range order: work(begin, end, part)
+// fills its range's part (made here, and a local of the task until its range is done:
+// neighbouring ranges' parts would share a cache line), concurrently as for_each_range.
+template <class Part, class Work>
+std::vector<Part> gather_ranges(size_t count, const Work& work) {
+  std::vector<Part> parts(range_count(count));
+  for_each_range(count, [&](size_t r, size_t begin, size_t end) {
+    Part part{};
+    work(begin, end, part);
+    parts[r] = std::move(part);
+  });
+  return parts;
+}
+
 }  // namespace tracelane

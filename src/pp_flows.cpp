@@ -478,9 +478,8 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
   // The ids of the trace's own flow events, sorted and distinct: gathered and sorted over
   // ranges of events concurrently, then merged.
   const auto& events = trace.events;
-  std::vector<std::vector<int64_t>> found(range_count(events.size()));
-  for_each_range(events.size(), [&](size_t r, size_t begin, size_t end) {
-    std::vector<int64_t> part;  // a local: neighbouring ranges' vectors share a cache line
+  using Ids = std::vector<int64_t>;
+  std::vector<Ids> found = gather_ranges<Ids>(events.size(), [&](size_t begin, size_t end, Ids& part) {
     for (size_t i = begin; i < end; ++i) {
       const Event& event = events[i];
       if (!event.is_flow() || event.dropped || !event.id.present()) continue;
@@ -493,7 +492,6 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
     }
     std::sort(part.begin(), part.end());
     part.erase(std::unique(part.begin(), part.end()), part.end());
-    found[r] = std::move(part);
   });
   std::vector<int64_t> used;
   std::vector<size_t> bounds = {0};  // the sorted runs in `used`, merged pairwise
