@@ -6,7 +6,7 @@
 // thread of the arena at once, without writing to them (MADV_POPULATE_WRITE, Linux 5.14):
 // the buffer's contents are unchanged, so it may be called on reserved but unused memory.
 // Even on one thread it is cheaper than faulting the pages in one at a time (bench/
-// fresh_pages: 0.55 s a GB against 0.9).
+// fresh_pages, 4 KiB pages: 0.55 s a GB against 0.9).
 // Where the kernel does not know the advice it does nothing, and the first write pays as
 // before. Private to the core.
 #pragma once

@@ -92,10 +92,12 @@ struct ChunkedEvents {
   // Reads every chunk: concurrently when the arena has threads to spare, or in order.
   void read(Trace& trace, size_t& index) {
     // The scanner counted the events: their records' pages are made before either path
-    // writes them (prefault.hpp), on every thread of the arena.
+    // writes them (prefault.hpp), on every thread of the arena. An eighth more is room
+    // for the events compaction adds (lane metadata, kernel-run spans, PP arrows) without
+    // moving them all; pages never written cost no memory.
     size_t count = 0;
     for (size_t events : plan.chunk_events) count += events;
-    trace.events.reserve(trace.events.size() + count);
+    trace.events.reserve(trace.events.size() + count + count / 8);
     prefault(trace.events.data() + trace.events.size(), count * sizeof(Event));
     if (threads > 1 && plan.chunks.size() > 1 && read_concurrently(trace, index)) return;
     read_in_order(trace, index);

@@ -28,11 +28,10 @@ class Error : public std::runtime_error {
 // Id and Time are packed, and Event's flags are bits: a trace holds millions of Events,
 // and their padding alone was 54 of an Event's 296 bytes. Read and assign these members
 // by value; a packed member or a bit cannot be bound to a reference.
-#define TRACELANE_PACKED __attribute__((packed))
 
 // A JSON scalar used as pid, tid, args.stream or flow id. Its text is the event's
 // (Event::id_text), so 5, 5.0 and "5" are three different ids.
-struct TRACELANE_PACKED Id {
+struct __attribute__((packed)) Id {
   enum class Kind : uint8_t { absent, integer, string, other };
   Kind kind = Kind::absent;
   int64_t value = 0;  // when kind == integer
@@ -41,7 +40,7 @@ struct TRACELANE_PACKED Id {
   bool is_int() const { return kind == Kind::integer; }
 };
 
-struct TRACELANE_PACKED Time {
+struct __attribute__((packed)) Time {
   bool present : 1 = false;
   bool numeric : 1 = false;  // a JSON number we could read as exact nanoseconds
   Ns ns = 0;
