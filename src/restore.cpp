@@ -728,7 +728,7 @@ class Rebuilder {
       case kShifted: {
         if (f != kTs || !event.ts.numeric) values.fail("a value code does not fit its field");
         Ns unshifted;
-        if (__builtin_sub_overflow(event.ts.ns, h_.offset_ns, &unshifted)) values.fail("a clock offset overflows");
+        if (__builtin_sub_overflow(Ns(event.ts.ns), h_.offset_ns, &unshifted)) values.fail("a clock offset overflows");
         shifted = ns_as_us(unshifted);
         return shifted;
       }
@@ -743,7 +743,7 @@ class Rebuilder {
         uint8_t decimals = values.byte();
         if (decimals > 3) values.fail("a time has more than 3 decimals");
         int64_t time = event.dur.ns;
-        if (f == kTs && __builtin_sub_overflow(event.ts.ns, h_.offset_ns, &time)) values.fail("a clock offset overflows");
+        if (f == kTs && __builtin_sub_overflow(Ns(event.ts.ns), h_.offset_ns, &time)) values.fail("a clock offset overflows");
         int64_t ns = int64_t(uint64_t(time) + uint64_t(unzigzag(values.varint())));  // wraps, then is range-checked
         int64_t unit = kPowersOfTen[3 - decimals];
         if (ns < 0 || ns % unit || ns / unit > kMaxDecimal) values.fail("a time is out of range");

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -25,25 +26,41 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Id and Time are packed, and Event's flags are bits: a trace holds millions of Events,
-// and their padding alone was 54 of an Event's 296 bytes. Read and assign these members
-// by value; a packed member or a bit cannot be bound to a reference.
+// An integer stored at any address (alignment 1), read and assigned by value only. Id and
+// Time hold theirs so, and sit in Event without padding: a trace holds millions of Events,
+// and their padding alone was 54 of an Event's 296 bytes. Unlike a packed struct's member,
+// it cannot be bound to a reference to a misaligned integer: passed where a reference is
+// taken, it converts to a temporary.
+template <class T>
+class Unaligned {
+ public:
+  Unaligned() = default;
+  Unaligned(T value) { std::memcpy(bytes_, &value, sizeof value); }  // implicit: it is a T
+  operator T() const {
+    T value;
+    std::memcpy(&value, bytes_, sizeof value);
+    return value;
+  }
+
+ private:
+  unsigned char bytes_[sizeof(T)] = {};
+};
 
 // A JSON scalar used as pid, tid, args.stream or flow id. Its text is the event's
 // (Event::id_text), so 5, 5.0 and "5" are three different ids.
-struct __attribute__((packed)) Id {
+struct Id {
   enum class Kind : uint8_t { absent, integer, string, other };
   Kind kind = Kind::absent;
-  int64_t value = 0;  // when kind == integer
+  Unaligned<int64_t> value = 0;  // when kind == integer
 
   bool present() const { return kind != Kind::absent; }
   bool is_int() const { return kind == Kind::integer; }
 };
 
-struct __attribute__((packed)) Time {
+struct Time {
   bool present : 1 = false;
   bool numeric : 1 = false;  // a JSON number we could read as exact nanoseconds
-  Ns ns = 0;
+  Unaligned<Ns> ns = 0;
 };
 
 // Byte range of a value inside Event::raw.
@@ -97,10 +114,10 @@ struct Event {
     changed |= 1u << kTid;
     if (also_stream) changed |= 1u << kStream;
   }
-  int64_t final_tid() const { return (changed >> kTid) & 1 ? new_tid : tid.value; }
-  int64_t final_pid() const { return (changed >> kPid) & 1 ? new_pid : pid.value; }
-  Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : ts.ns; }
-  Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : dur.ns; }
+  int64_t final_tid() const { return (changed >> kTid) & 1 ? new_tid : int64_t(tid.value); }
+  int64_t final_pid() const { return (changed >> kPid) & 1 ? new_pid : int64_t(pid.value); }
+  Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : Ns(ts.ns); }
+  Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : Ns(dur.ns); }
 };
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
 static_assert(sizeof(Event) <= 232, "Event grew: a 2 GB trace holds about 7 M of them");
