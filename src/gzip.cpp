@@ -196,6 +196,10 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
     throw LargerThanAdmitted(std::string(source) + ": decompresses to more than the " + std::to_string(max_bytes) +
                                  " bytes admitted",
                              out_size);
+  // A buffer that grew for several members (doubling, zero-filled) ends up to twice what
+  // it holds: give back the pages past the text and its padding.
+  const size_t kept = out_size + 64;
+  if (out.size() > kept) release_pages(out.data() + kept, out.size() - kept);
   out.resize(out_size);
   return out;
 }

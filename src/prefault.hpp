@@ -42,4 +42,15 @@ inline void prefault(void* begin, size_t bytes) {
   });
 }
 
+// The opposite, for memory written once and no longer needed but still allocated (the
+// tail of a buffer that grew beyond what it came to hold): its whole pages go back to the
+// kernel, and read as zeros if they are ever touched again. Only for memory whose contents
+// no one reads.
+inline void release_pages(void* begin, size_t bytes) {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (uintptr_t(begin) + page - 1) / page * page;
+  const uintptr_t last = (uintptr_t(begin) + bytes) / page * page;
+  if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace tracelane
