@@ -12,12 +12,12 @@
 
 namespace tracelane {
 
-struct Slice {
+struct Slice {  // 40 bytes, without padding: one is kept per measured slice
   uint32_t event = 0;
+  int group = 0;
   int64_t pid = 0;
   Ns start = 0, end = 0;
-  int group = 0;
-  uint32_t stream = 0;  // index into SliceSet::streams
+  uint32_t stream = 0;  // index into SliceSet::streams (until release_streams)
   uint32_t lane = 0;    // index into the lane list
 };
 
@@ -49,6 +49,13 @@ struct SliceSet {
   void add(const Trace& trace, uint32_t event_index, int group, uint32_t stream);
   void finish(const Trace& trace);  // sorts each stream's slices
   const OldStream* find_stream(int64_t pid, std::string_view tid_text) const;
+  // Frees the streams and their index once no pass looks events up by old stream (after
+  // remap_related): they are ~20 bytes a slice, held otherwise through the compaction's
+  // peak. Their count stays in the summary.
+  void release_streams() {
+    std::vector<OldStream>().swap(streams);
+    std::unordered_map<StreamKey, uint32_t, StreamKeyHash>().swap(index_);
+  }
 
   // SPEC 5/9.2: the slice starting exactly at ts (latest in traceEvents), else the one
   // containing ts (the latest-starting such slice).

@@ -153,6 +153,9 @@ void extract_slices(Compaction& c) {
     }
   };
   std::vector<FoundSlices> found = gather_ranges<FoundSlices>(events.size(), find_slices);
+  size_t candidates = 0;
+  for (const FoundSlices& part : found) candidates += part.measured.size() + part.syncs.size();
+  set.slices.reserve(candidates);  // not grown by doubling: kept through the compaction
   // Streams are numbered in order of their first measured slice, as one walk numbers them.
   std::vector<std::vector<uint32_t>> numbers(found.size());
   for (size_t r = 0; r < found.size(); ++r) {
@@ -278,6 +281,7 @@ void remap_related(Compaction& c) {
     c.summary.gpu_flow_endpoints_unmapped += count.flows_unmapped;
     c.summary.gpu_annotations_mapped += count.annotations_mapped;
   }
+  c.slices.release_streams();  // no later pass finds events' old streams
 }
 
 // Identical annotations that overlap become one (SPEC 5; annotations.cpp).
