@@ -33,7 +33,7 @@ namespace {
 
 // For a time that is a JSON number but not read as one: it is out of range.
 std::string time_range_note(const Event& event, Field field) {
-  const Span& span = event.spans[field];
+  const Span span = event.span(field);
   std::string_view text = event.raw.substr(span.offset, span.length);
   if (!text.empty() && text[0] == '-') text.remove_prefix(1);
   if (text.empty() || text[0] < '0' || text[0] > '9') return "";  // a string, null, NaN, ...
@@ -341,7 +341,7 @@ Ns as_perfetto_reads(std::string_view text, Ns exact) {
 // The text a time field will have in the output.
 std::string written_time(const Event& event, Field field) {
   bool changed = (event.changed >> field) & 1;
-  if (!changed) return std::string(event.raw.substr(event.spans[field].offset, event.spans[field].length));
+  if (!changed) return std::string(event.value_text(field));
   return ns_as_us(field == kTs ? event.new_ts : event.new_dur);
 }
 

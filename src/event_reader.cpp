@@ -93,14 +93,13 @@ bool EventReader::read(od::value value, Event& event, size_t index, od::document
   event.raw = raw;
   for (int f = 0; f < kFieldCount; ++f) {
     if (tokens[f].data()) {
-      event.spans[f].offset = uint32_t(tokens[f].data() - begin);
-      event.spans[f].length = uint32_t(tokens[f].size());
+      event.set_span(Field(f), Span{uint32_t(tokens[f].data() - begin), uint32_t(tokens[f].size())});
     }
   }
   return true;
 }
 
-void EventReader::read_string(od::value& v, std::string_view& out, size_t level) {
+void EventReader::read_string(od::value& v, Text& out, size_t level) {
   // Most strings have no escapes: view them in place instead of unescaping a copy. The
   // others are unescaped into the parser's buffer and copied out, so the parser can go.
   std::string_view raw = trim_right(v.raw_json_token());

@@ -61,7 +61,7 @@ class EventReader {
   GrammarCheck& check() { return check_; }
 
  private:
-  void read_string(simdjson::ondemand::value& v, std::string_view& out, size_t level);
+  void read_string(simdjson::ondemand::value& v, Text& out, size_t level);
   void read_id(simdjson::ondemand::value& v, Id& id, std::string_view& token, size_t level);
   void read_time(simdjson::ondemand::value& v, Time& time, std::string_view& token, size_t level);
 

@@ -48,7 +48,7 @@ size_t top_level_size_bound(const Trace& trace) {
 
 void append_event(std::string& out, const Event& event, std::string_view name_prefix) {
   uint8_t changed = event.changed;
-  bool prefix = event.name_prefixed && event.spans[kArgName].length;
+  bool prefix = event.name_prefixed && event.has_span(kArgName);
   if (!changed && !prefix) {
     out += event.raw;
     return;
@@ -63,7 +63,7 @@ void append_event(std::string& out, const Event& event, std::string_view name_pr
   for (int f = 0; f < kFieldCount; ++f) {
     bool want = (changed >> f) & 1 || (f == kArgName && prefix);
     if (!want) continue;
-    const Span& span = event.spans[f];
+    const Span span = event.span(Field(f));
     if (!span.length)
       throw Error("internal: no value to replace for field " + std::to_string(f) + " in event " +
                   std::string(event.raw.substr(0, 200)));
@@ -152,7 +152,7 @@ Event EventBuilder::finish(Trace& owner) {
   text_ += "}";
   Event event;
   event.raw = owner.keep(std::move(text_));
-  event.spans = spans_;
+  for (int f = 0; f < kFieldCount; ++f) event.set_span(Field(f), spans_[f]);
   event.synthesised = true;
   text_ = "{";
   spans_ = {};

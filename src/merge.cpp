@@ -242,13 +242,13 @@ void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
       continue;
     }
     if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") &&
-        event.spans[kArgName].length)
+        event.has_span(kArgName))
       event.name_prefixed = true;
     if (event.pid.is_int()) {
       event.new_pid = new_pid.at(event.pid.value);
       event.changed |= 1u << kPid;
     }
-    if (rank.offset_ns && event.ts.numeric && event.spans[kTs].length) {
+    if (rank.offset_ns && event.ts.numeric && event.has_span(kTs)) {
       event.new_ts = event.final_ts() + rank.offset_ns;  // both within kMaxTimeNs: no overflow
       if (event.new_ts > kMaxTimeNs)
         throw Error(trace.source + ": event #" + std::to_string(&event - trace.events.data()) +

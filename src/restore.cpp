@@ -172,7 +172,7 @@ class RecordEncoder {
   void add_written(const Event& event, size_t here) {
     put_varint(placement_, zigzag(int64_t(here) - (previous_output_ + 1)) + 1);
     previous_output_ = int64_t(here);
-    bool prefix = event.name_prefixed && event.spans[kArgName].length;
+    bool prefix = event.name_prefixed && event.has_span(kArgName);
     uint8_t mask = uint8_t(event.changed | (prefix ? 1u << kArgName : 0u));
     masks_.push_back(char(mask));
     for (int f = 0; f < kFieldCount; ++f)
@@ -201,7 +201,7 @@ class RecordEncoder {
         return;
       }
     }
-    if (f == kStream && original == event.value_text(kTid) && event.spans[kTid].length) {
+    if (f == kStream && original == event.value_text(kTid) && event.has_span(kTid)) {
       values_.push_back(char(kAsTid));
       return;
     }
@@ -674,7 +674,7 @@ class Rebuilder {
     std::string shifted;
     for (int f = 0; f < kFieldCount; ++f) {
       if (!((mask >> f) & 1)) continue;
-      if (!event.spans[f].length) in_.fail("a replaced value is missing from output event #" + std::to_string(placed));
+      if (!event.has_span(Field(f))) in_.fail("a replaced value is missing from output event #" + std::to_string(placed));
       uint8_t code = values.byte();
       replaced[f] = decode_value(event, f, code, mask, replaced, shifted, values);
       if (f == kTid) remember_tid(recent_tids_, replaced[f]);
@@ -688,11 +688,11 @@ class Rebuilder {
     for (int f = 0; f < kFieldCount; ++f)
       if ((mask >> f) & 1) order[n++] = f;
     std::sort(order.begin(), order.begin() + n,
-              [&](int a, int b) { return event.spans[a].offset < event.spans[b].offset; });
+              [&](int a, int b) { return event.span(Field(a)).offset < event.span(Field(b)).offset; });
     uint32_t pos = 0;
     for (int j = 0; j < n; ++j) {
       int f = order[j];
-      const Span& span = event.spans[f];
+      const Span span = event.span(Field(f));
       if (span.offset < pos) in_.fail("replaced values overlap in output event #" + std::to_string(placed));
       original_.append(event.raw.substr(pos, span.offset - pos));
       if (f == kArgName) {

@@ -46,6 +46,58 @@ class Unaligned {
   unsigned char bytes_[sizeof(T)] = {};
 };
 
+// A view of text that lives elsewhere (the document, a trace's arena, a literal), in 8
+// bytes where std::string_view takes 16: an Event holds five, and a trace millions of
+// Events. The low 48 bits are the address (user-space addresses on x86-64 and AArch64
+// Linux fit in 48 bits), the high 16 the size. Text of 65535 bytes or more, or at an
+// address that does not fit, is described by a record of its own and the address is the
+// record's: records are kept for the process's life, 16 bytes for each such view ever
+// made (of text at least 64 KiB long, so never more than a few KB a trace). It converts to and from std::string_view implicitly, and is
+// compared as one.
+class Text {
+ public:
+  Text() = default;
+  Text(std::string_view view) {  // implicit: it is a view
+    const auto address = uint64_t(reinterpret_cast<uintptr_t>(view.data()));
+    if (view.size() < kLong && address <= kAddressMask)
+      bits_ = address | uint64_t(view.size()) << kAddressBits;
+    else
+      bits_ = long_record(view) | kLong << kAddressBits;
+  }
+  Text(const char* text) : Text(std::string_view(text)) {}
+  Text(const std::string& text) : Text(std::string_view(text)) {}
+
+  operator std::string_view() const { return view(); }
+  std::string_view view() const {
+    const uint64_t size = bits_ >> kAddressBits;
+    const char* address = reinterpret_cast<const char*>(uintptr_t(bits_ & kAddressMask));
+    if (size == kLong) return *reinterpret_cast<const std::string_view*>(address);
+    return std::string_view(address, size_t(size));
+  }
+  const char* data() const { return view().data(); }
+  size_t size() const { return view().size(); }
+  bool empty() const { return view().empty(); }
+  std::string_view substr(size_t pos, size_t count = std::string_view::npos) const {
+    return view().substr(pos, count);
+  }
+
+  friend bool operator==(const Text& a, const Text& b) { return a.view() == b.view(); }
+  friend bool operator==(const Text& a, std::string_view b) { return a.view() == b; }
+  friend bool operator==(const Text& a, const char* b) { return a.view() == std::string_view(b); }
+  friend bool operator==(const Text& a, const std::string& b) { return a.view() == std::string_view(b); }
+  friend auto operator<=>(const Text& a, const Text& b) { return a.view() <=> b.view(); }
+  friend auto operator<=>(const Text& a, std::string_view b) { return a.view() <=> b; }
+
+ private:
+  static constexpr int kAddressBits = 48;
+  static constexpr uint64_t kAddressMask = (uint64_t(1) << kAddressBits) - 1;
+  static constexpr uint64_t kLong = 0xffff;
+  // The address of a record holding `view`, which fits in 48 bits (throws if not).
+  static uint64_t long_record(std::string_view view);
+
+  uint64_t bits_ = 0;
+};
+
 // A JSON scalar used as pid, tid, args.stream or flow id. Its text is the event's
 // (Event::id_text), so 5, 5.0 and "5" are three different ids.
 struct Id {
@@ -69,14 +121,26 @@ struct Span {
   uint32_t length = 0;
 };
 
+// The length of the JSON value that starts at text[offset] (a string, number, literal,
+// object or array, already validated), without what follows it.
+size_t json_value_length(std::string_view text, size_t offset);
+
+// A Span as an Event keeps it, in 6 bytes (an Event keeps seven). A value of kLong bytes
+// or more (a pathological id, or an args.name of 64 KiB) keeps kLong as its length, and
+// Event::span() finds the length again in the text.
+struct PackedSpan {
+  static constexpr uint16_t kLong = 0xffff;
+  Unaligned<uint32_t> offset = 0;
+  uint16_t length = 0;
+};
+
 // The fields whose value text the writer may replace.
 enum Field : uint8_t { kPid, kTid, kTs, kDur, kId, kStream, kArgName, kFieldCount };
 
 struct Event {
-  std::string_view raw;    // "{...}" exactly as read (or as synthesised)
-  std::string_view ph, cat, name;  // unescaped
-  std::string_view arg_name;      // args.name unescaped, when a string
-  std::array<Span, kFieldCount> spans{};
+  Text raw;                // "{...}" exactly as read (or as synthesised)
+  Text ph, cat, name;      // unescaped
+  Text arg_name;           // args.name unescaped, when a string
 
   // What compaction or merge changed: new values, written in place of the ones read. Each
   // bit of `changed` says one field's value is replaced when the event is written.
@@ -85,6 +149,9 @@ struct Event {
 
   Id pid, tid, id, stream;         // stream is args.stream
   Time ts, dur;
+  // Where each field's value sits in raw (length 0: the event has none): span() and
+  // set_span(), not read directly.
+  std::array<PackedSpan, kFieldCount> packed_spans{};
   uint8_t changed = 0;
   bool has_args : 1 = false;
   bool has_original_stream : 1 = false;  // args.original_stream (already-laned exporters)
@@ -94,10 +161,23 @@ struct Event {
   bool pp_flow : 1 = false;        // an end of a PP arrow tracelane made (SPEC 7)
   bool synthesised : 1 = false;    // made by tracelane (EventBuilder): not in the input
 
+  // Where a field's value sits in raw; length 0 when the event has none.
+  Span span(Field field) const {
+    const PackedSpan& packed = packed_spans[field];
+    const uint32_t offset = packed.offset;
+    if (packed.length != PackedSpan::kLong) return Span{offset, packed.length};
+    return Span{offset, uint32_t(json_value_length(raw, offset))};
+  }
+  bool has_span(Field field) const { return packed_spans[field].length != 0; }
+  void set_span(Field field, Span span) {
+    packed_spans[field].offset = span.offset;
+    packed_spans[field].length = span.length < PackedSpan::kLong ? uint16_t(span.length) : PackedSpan::kLong;
+  }
   // The value text of a field, as read (empty when the event has none). Events hold
-  // spans, not views, of these (an event is kept per trace event: 16 bytes each count).
+  // spans, not views, of these (an event is kept per trace event: 6 bytes each, not 16).
   std::string_view value_text(Field field) const {
-    return raw.substr(spans[field].offset, spans[field].length);
+    const Span where = span(field);
+    return raw.substr(where.offset, where.length);
   }
   // The text of pid, tid, id or args.stream as read (strings with their quotes); empty
   // when absent, and for events tracelane made (their ids are not read back).
@@ -120,7 +200,8 @@ struct Event {
   Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : Ns(dur.ns); }
 };
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
-static_assert(sizeof(Event) <= 232, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Event) <= 184, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Text) == 8);
 
 // A top-level key of the trace object other than traceEvents, with its raw value.
 struct TopLevelField {

@@ -65,8 +65,8 @@ void expect_same_trace(const Trace& a, const Trace& b) {
     EXPECT_EQ(x.has_args, y.has_args) << what;
     EXPECT_EQ(x.has_original_stream, y.has_original_stream) << what;
     for (int f = 0; f < kFieldCount; ++f) {
-      EXPECT_EQ(x.spans[f].offset, y.spans[f].offset) << what << " field " << f;
-      EXPECT_EQ(x.spans[f].length, y.spans[f].length) << what << " field " << f;
+      EXPECT_EQ(x.span(Field(f)).offset, y.span(Field(f)).offset) << what << " field " << f;
+      EXPECT_EQ(x.span(Field(f)).length, y.span(Field(f)).length) << what << " field " << f;
     }
   }
 }

@@ -62,7 +62,10 @@ std::vector<std::string> describe(const Trace& trace) {
                        " pid " + id(e.pid) + " tid " + id(e.tid) + " id " + id(e.id) + " stream " + id(e.stream) +
                        " ts " + time(e.ts) + " dur " + time(e.dur) + " arg_name " + where(trace, e.arg_name) +
                        " args " + std::to_string(e.has_args) + std::to_string(e.has_original_stream) + " spans";
-    for (const Span& span : e.spans) line += " " + std::to_string(span.offset) + "+" + std::to_string(span.length);
+    for (int f = 0; f < kFieldCount; ++f) {
+      const Span span = e.span(Field(f));
+      line += " " + std::to_string(span.offset) + "+" + std::to_string(span.length);
+    }
     lines.push_back(line);
   }
   return lines;

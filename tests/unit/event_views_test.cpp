@@ -1,0 +1,127 @@
+// Event's compact views (include/tracelane/trace.hpp): Text keeps a view in 8 bytes and a
+// value's span in 6, and both fall back to a slower form for text of 64 KiB or more. The
+// fallbacks must give back exactly what was read: the writer cuts changed values out of an
+// event's text at its spans, so a wrong length would splice a value into the wrong bytes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "event_writer.hpp"
+#include "tracelane/trace.hpp"
+
+using namespace tracelane;
+
+namespace {
+
+std::string long_text(size_t size, char fill) { return std::string(size, fill); }
+
+TEST(EventText, KeepsTheAddressAndSizeOfShortAndLongText) {
+  const std::string words = "ac2g_fwd";
+  const std::string big = long_text(70000, 'k');
+  const std::string huge = long_text(size_t(1) << 20, 'h');
+  for (const std::string* text : {&words, &big, &huge}) {
+    Text t = std::string_view(*text);
+    std::string_view back = t;
+    EXPECT_EQ(back.data(), text->data()) << text->size();
+    EXPECT_EQ(back.size(), text->size());
+    EXPECT_EQ(t.size(), text->size());
+  }
+  const std::string at_limit = long_text(65535, 'x'), below = long_text(65534, 'y');
+  EXPECT_EQ(Text(at_limit).view(), at_limit);
+  EXPECT_EQ(Text(below).view(), below);
+  EXPECT_TRUE(Text().empty());
+  EXPECT_EQ(Text().view(), std::string_view());
+  EXPECT_EQ(Text("").size(), 0u);
+}
+
+TEST(EventText, ComparesAsItsText) {
+  Text x = "X", kernel = "kernel";
+  EXPECT_TRUE(x == "X");
+  EXPECT_TRUE("X" == x);
+  EXPECT_FALSE(x == "XX");
+  EXPECT_TRUE(kernel == std::string_view("kernel"));
+  std::string other = "kernel";
+  EXPECT_TRUE(kernel == Text(other));  // same text at another address
+  EXPECT_TRUE(Text("a") < Text("b"));
+  EXPECT_TRUE(Text("ab") > std::string_view("a"));
+  const std::string big_a = long_text(70000, 'a'), big_b = long_text(70000, 'a') + "b";
+  EXPECT_TRUE(Text(big_a) < Text(big_b));
+  EXPECT_TRUE(Text(big_a) == big_a);
+}
+
+TEST(EventText, LongTextMadeOnSeveralThreadsAtOnceStaysValid) {
+  // Long text takes a record of its own, made under a lock: views made concurrently must
+  // each give back their own text.
+  std::vector<std::string> texts;
+  for (int k = 0; k < 8; ++k) texts.push_back(long_text(66000 + size_t(k), char('a' + k)));
+  std::vector<std::vector<Text>> made(texts.size());
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < texts.size(); ++k)
+    threads.emplace_back([&, k] {
+      for (int n = 0; n < 200; ++n) made[k].push_back(Text(texts[k]));
+    });
+  for (auto& thread : threads) thread.join();
+  for (size_t k = 0; k < texts.size(); ++k)
+    for (const Text& t : made[k]) {
+      ASSERT_EQ(t.data(), texts[k].data());
+      ASSERT_EQ(t.size(), texts[k].size());
+    }
+}
+
+TEST(JsonValueLength, EndsEachKindOfValueWhereItEnds) {
+  EXPECT_EQ(json_value_length(R"(x:"a\"b}",)", 2), 7u);
+  EXPECT_EQ(json_value_length(R"("\\")", 0), 4u);  // an escaped backslash, then the quote
+  EXPECT_EQ(json_value_length("12.5e3,", 0), 6u);
+  EXPECT_EQ(json_value_length("-7}", 0), 2u);
+  EXPECT_EQ(json_value_length("null ]", 0), 4u);
+  EXPECT_EQ(json_value_length("true\n,", 0), 4u);
+  EXPECT_EQ(json_value_length("42", 0), 2u);  // at the end of the text
+  EXPECT_EQ(json_value_length(R"({"a": [1, "]}", {"b": "}"}]} , 3)", 0), 28u);
+  EXPECT_EQ(json_value_length(R"([[], {}, "[" ] ,)", 0), 14u);
+}
+
+// A trace whose event has a pid that is a 70 KB object, a tid that is a 70 KB string with
+// escapes, and a 70 KB args.name: every span is past what 16 bits hold.
+std::string trace_with_long_values(std::string& pid_text, std::string& tid_text, std::string& name_text) {
+  pid_text = R"({"blob": ")" + long_text(70000, 'p') + R"(}\"]", "n": [1, {"}": 2}]})";
+  tid_text = "\"" + long_text(35000, 't') + R"(\"\\)" + long_text(35000, 'u') + "\"";
+  name_text = "\"" + long_text(70000, 'n') + "\"";
+  return R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": )" + pid_text +
+         R"(, "tid": )" + tid_text + R"(, "ts": 1.5, "dur": 2, "args": {"name": )" + name_text + "}}]}";
+}
+
+TEST(EventSpans, ValuesOf64KiBOrMoreAreFoundAgainExactly) {
+  std::string pid_text, tid_text, name_text;
+  Trace trace = parse_trace(trace_with_long_values(pid_text, tid_text, name_text), "long.json");
+  ASSERT_EQ(trace.events.size(), 1u);
+  const Event& event = trace.events[0];
+  EXPECT_EQ(event.value_text(kPid), pid_text);
+  EXPECT_EQ(event.value_text(kTid), tid_text);
+  EXPECT_EQ(event.value_text(kArgName), name_text);
+  EXPECT_EQ(event.value_text(kTs), "1.5");
+  EXPECT_EQ(event.span(kPid).length, pid_text.size());
+  EXPECT_TRUE(event.has_span(kTid));
+  EXPECT_FALSE(event.has_span(kId));
+  EXPECT_EQ(event.arg_name.size(), 70000u);
+  EXPECT_EQ(event.raw.size(), event.raw.view().size());
+  EXPECT_GT(event.raw.size(), 200000u);
+}
+
+TEST(EventSpans, TheWriterReplacesALongValueAndNothingAroundIt) {
+  std::string pid_text, tid_text, name_text;
+  Trace trace = parse_trace(trace_with_long_values(pid_text, tid_text, name_text), "long.json");
+  Event event = trace.events[0];
+  event.new_pid = 5;
+  event.changed |= 1u << kPid;
+  event.set_tid(7, false);
+  std::string out;
+  append_event(out, event);
+  std::string expected(event.raw.view());
+  expected.replace(expected.find(tid_text), tid_text.size(), "7");
+  expected.replace(expected.find(pid_text), pid_text.size(), "5");
+  EXPECT_EQ(out, expected);
+}
+
+}  // namespace
