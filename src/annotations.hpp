@@ -17,7 +17,7 @@ struct Slice {  // 40 bytes, without padding: one is kept per measured slice
   int group = 0;
   int64_t pid = 0;
   Ns start = 0, end = 0;
-  uint32_t stream = 0;  // index into SliceSet::streams (until release_streams)
+  uint32_t stream = 0;  // index into SliceSet::streams
   uint32_t lane = 0;    // index into the lane list
 };
 
@@ -49,10 +49,11 @@ struct SliceSet {
   void add(const Trace& trace, uint32_t event_index, int group, uint32_t stream);
   void finish(const Trace& trace);  // sorts each stream's slices
   const OldStream* find_stream(int64_t pid, std::string_view tid_text) const;
-  // Frees the streams and their index once no pass looks events up by old stream (after
-  // remap_related): they are ~20 bytes a slice, held otherwise through the compaction's
-  // peak. Their count stays in the summary.
-  void release_streams() {
+  // Frees the slices, the streams and their index, keeping is_slice, once no pass needs
+  // more (after remap_related): ~60 bytes a slice, held otherwise through the
+  // compaction's peak.
+  void release_all_but_is_slice() {
+    std::vector<Slice>().swap(slices);
     std::vector<OldStream>().swap(streams);
     std::unordered_map<StreamKey, uint32_t, StreamKeyHash>().swap(index_);
   }

@@ -70,7 +70,11 @@ struct Compaction {
   const Rules& rules;        // options.rules, or the built-in ones
   const CompactOptions& options;
   Timings* timings;          // null: no pass reads a clock
-  SliceSet slices;           // the measured slices and their old streams, from extract_slices on
+  SliceSet slices;           // the measured slices and their old streams, extract_slices to remap_related
+  // What later passes need of the slices once they are freed: their count (validate) and
+  // their count in each of the rules' groups (count_summary).
+  size_t slice_count = 0;
+  std::vector<size_t> slices_per_group;
 };
 
 // SPEC 9.8: a trace whose exporter laned its CUDA-graph kernels itself is left as it is.
@@ -281,7 +285,11 @@ void remap_related(Compaction& c) {
     c.summary.gpu_flow_endpoints_unmapped += count.flows_unmapped;
     c.summary.gpu_annotations_mapped += count.annotations_mapped;
   }
-  c.slices.release_streams();  // no later pass finds events' old streams
+  // No later pass finds events' old streams or needs the slices themselves.
+  c.slice_count = c.slices.slices.size();
+  c.slices_per_group.assign(c.rules.groups().size(), 0);
+  for (const Slice& slice : c.slices.slices) ++c.slices_per_group[slice.group];
+  c.slices.release_all_but_is_slice();
 }
 
 // Identical annotations that overlap become one (SPEC 5; annotations.cpp).
@@ -524,9 +532,9 @@ void count_summary(Compaction& c) {
   CompactSummary& summary = c.summary;
   const auto& groups = c.rules.groups();
   summary.compacted_lanes = c.out.lanes.size();
-  // Counted by group number first: a map lookup per slice is most of this pass's time.
-  std::vector<size_t> per_group(groups.size());
-  for (const Slice& slice : c.slices.slices) ++per_group[slice.group];
+  // Counted by group number first (remap_related): a map lookup per slice was most of this
+  // pass's time.
+  const std::vector<size_t>& per_group = c.slices_per_group;
   for (size_t g = 0; g < groups.size(); ++g)
     if (per_group[g] > 0) summary.slice_groups[groups[g].id] += per_group[g];
   for (const Lane& lane : c.out.lanes) ++summary.lanes_by_group[lane.group_id];
@@ -568,8 +576,8 @@ void validate(Compaction& c) {
   });
   size_t count = 0;
   for (const auto& part : placed) count += part.size();
-  if (count != set.slices.size())
-    throw Error(trace.source + ": validation: " + std::to_string(set.slices.size()) + " slices in, " +
+  if (count != c.slice_count)
+    throw Error(trace.source + ": validation: " + std::to_string(c.slice_count) + " slices in, " +
                 std::to_string(count) + " out");
   // Lanes in the order of a map filled in event order, as the message names the first.
   std::unordered_map<int64_t, std::vector<std::pair<Ns, Ns>>> by_lane;
