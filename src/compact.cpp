@@ -159,7 +159,7 @@ void extract_slices(Compaction& c) {
   std::vector<FoundSlices> found = gather_ranges<FoundSlices>(events.size(), find_slices);
   size_t candidates = 0;
   for (const FoundSlices& part : found) candidates += part.measured.size() + part.syncs.size();
-  set.slices.reserve(candidates);  // not grown by doubling: kept through the compaction
+  set.slices.reserve(candidates);  // not grown by doubling: kept until remap_related
   // Streams are numbered in order of their first measured slice, as one walk numbers them.
   std::vector<std::vector<uint32_t>> numbers(found.size());
   for (size_t r = 0; r < found.size(); ++r) {
