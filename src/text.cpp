@@ -1,10 +1,10 @@
 // What Event's compact views need (include/tracelane/trace.hpp): the records of long
 // Text, and the length of a long value's span.
-#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <string>
 
+#include "trace_scanner.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
@@ -25,31 +25,7 @@ uint64_t Text::long_record(std::string_view view) {
 }
 
 size_t json_value_length(std::string_view text, size_t offset) {
-  // The text is valid JSON (simdjson has read it, or tracelane wrote it): strings end at
-  // their first unescaped quote, containers at the bracket that brings the depth back to
-  // zero, scalars at the first character that cannot continue them.
-  size_t i = offset;
-  int depth = 0;
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '"') {
-      for (++i; i < text.size() && text[i] != '"'; i += text[i] == '\\' ? 2 : 1) {
-      }
-      ++i;
-    } else if (c == '{' || c == '[') {
-      ++depth, ++i;
-    } else if (c == '}' || c == ']') {
-      --depth, ++i;
-    } else if (depth == 0) {
-      while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' && text[i] != ' ' &&
-             text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
-        ++i;
-    } else {
-      ++i;
-    }
-    if (depth == 0) break;
-  }
-  return std::min(i, text.size()) - offset;
+  return Scanner(text.data(), text.size()).value_length(offset);
 }
 
 }  // namespace tracelane

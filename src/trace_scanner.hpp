@@ -48,6 +48,12 @@ class Scanner {
   // "<reason>" or "<reason> (byte <offset>)", worded as the one-shot path words it.
   std::string message() const;
 
+  // The length of the JSON value that starts at `offset`, or 0 when none does.
+  size_t value_length(size_t offset) {
+    p_ = offset;
+    return offset < n_ && skip_value() ? p_ - offset : 0;
+  }
+
  private:
   static constexpr size_t kNowhere = SIZE_MAX;
 

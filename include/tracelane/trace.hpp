@@ -51,9 +51,9 @@ class Unaligned {
 // Events. The low 48 bits are the address (user-space addresses on x86-64 and AArch64
 // Linux fit in 48 bits), the high 16 the size. Text of 65535 bytes or more, or at an
 // address that does not fit, is described by a record of its own and the address is the
-// record's: records are kept for the process's life, 16 bytes for each such view ever
-// made (of text at least 64 KiB long, so never more than a few KB a trace). It converts to and from std::string_view implicitly, and is
-// compared as one.
+// record's. Records are kept for the process's life: 16 bytes each time such text is
+// viewed (read from a file, or assigned), at most 0.025% of the long text read. It
+// converts to and from std::string_view implicitly, and is compared as one.
 class Text {
  public:
   Text() = default;
@@ -122,7 +122,7 @@ struct Span {
 };
 
 // The length of the JSON value that starts at text[offset] (a string, number, literal,
-// object or array, already validated), without what follows it.
+// object or array, already validated), without what follows it (trace_scanner's walk).
 size_t json_value_length(std::string_view text, size_t offset);
 
 // A Span as an Event keeps it, in 6 bytes (an Event keeps seven). A value of kLong bytes
