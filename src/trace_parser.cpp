@@ -64,15 +64,22 @@ constexpr size_t kDefaultChunkedAbove = size_t(64) << 20;
 // kSmallestConcurrentChunk: enough chunks that a slow one does not leave the other
 // threads idle, and small chunks keep each thread's simdjson parser small (its index is
 // ~4 bytes per token of the largest chunk it read). A document below the usual limit is
-// chunked only with kThreadsToChunkSmallDocuments threads or more: the scan it then needs
-// (~0.45 of a one-shot read, and serial) costs what two threads save. On the 54 MB mi300
-// trace with two threads, one-shot 0.120 s (fastest of 12) against 0.123 s chunked
-// (bench/README.md, "Parsing one trace's chunks concurrently"); four threads should save
-// a quarter of the read (0.75 - 0.45), which this 2-core machine could not measure.
+// chunked with kThreadsToChunkSmallDocuments threads or more. While the scan it needs was
+// serial (~0.45 of a one-shot read), two threads saved nothing (the 54 MB mi300 trace:
+// 0.120 s one-shot, 0.123 s chunked; bench/README.md, "Parsing one trace's chunks
+// concurrently"); with the scan in segments too, the whole compaction of that trace with
+// two threads takes 0.86x the time it took one-shot (bench/README.md, "The scan in
+// segments").
 constexpr size_t kConcurrentChunkedAbove = size_t(4) << 20;
-constexpr int kThreadsToChunkSmallDocuments = 4;
+constexpr int kThreadsToChunkSmallDocuments = 2;
 constexpr size_t kChunksPerThread = 8;
 constexpr size_t kSmallestConcurrentChunk = size_t(1) << 20;
+// The scan before a chunked read, with more than one thread: segments of the list scanned
+// concurrently (Scanner::plan), about kSegmentsPerThread a thread, each at least
+// kSmallestSegment. The scan of a 493 MB trace took 0.4-0.7 s on one thread, ~0.1 of
+// the whole compaction's CPU, all of it before the chunks could be read.
+constexpr size_t kSegmentsPerThread = 4;
+constexpr size_t kSmallestSegment = size_t(4) << 20;
 
 // The chunked path's events: the whole document (padded to `allocated`) and its plan.
 struct ChunkedEvents {
@@ -336,7 +343,9 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
       size_t share = std::max(length / (size_t(threads) * kChunksPerThread), kSmallestConcurrentChunk);
       chunk_limit = std::min(chunk_limit, share);
     }
-    chunked = scanner.plan(chunk_limit, plan);
+    // With more than one thread the list is scanned in segments, a few a thread.
+    size_t segment_bytes = threads > 1 ? std::max(length / (size_t(threads) * kSegmentsPerThread), kSmallestSegment) : 0;
+    chunked = scanner.plan(chunk_limit, plan, segment_bytes);
     if (chunked && threads > 1) merge_short_chunks(plan, simdjson::SIMDJSON_PADDING);
   }
   Timings::Scope t(timings, "read");

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "parallel_ranges.hpp"
+
 namespace tracelane {
 namespace {
 
@@ -17,7 +19,7 @@ constexpr std::array<bool, 256> kBracketOrQuote = [] {
 
 }  // namespace
 
-bool Scanner::plan(size_t chunk_limit, ChunkPlan& out) {
+bool Scanner::plan(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes) {
   skip_ws();
   if (p_ >= n_) return truncated();
   if (d_[p_] != '{') return fail("top level is not a JSON object, not a Kineto trace", kNowhere);
@@ -38,7 +40,7 @@ bool Scanner::plan(size_t chunk_limit, ChunkPlan& out) {
     if (p_ >= n_) return truncated();
     if (is_events) {
       if (d_[p_] != '[') return fail("traceEvents is not a list, not a Kineto trace", kNowhere);
-      return scan_array(chunk_limit, out);
+      return scan_array(chunk_limit, out, segment_bytes);
     }
     if (!skip_value()) return false;
     skip_ws();
@@ -125,9 +127,20 @@ bool Scanner::skip_value() {
   return true;
 }
 
+// What one segment of the list found (scan_segment).
+struct Scanner::Segment {
+  std::vector<std::pair<size_t, size_t>> chunks;
+  std::vector<size_t> chunk_events;
+  size_t end = 0;       // the separator it stopped at
+  bool closed = false;  // `end` is the list's ']'
+  bool ok = false;
+  std::string reason;  // when not ok: message()'s parts
+  size_t where = kNowhere;
+};
+
 // At traceEvents' '[': records the array's bounds and its chunks, each as long as the
 // limit allows but never without an event.
-bool Scanner::scan_array(size_t chunk_limit, ChunkPlan& out) {
+bool Scanner::scan_array(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes) {
   out.array_begin = p_;
   out.chunks.clear();
   out.chunk_events.clear();
@@ -138,7 +151,24 @@ bool Scanner::scan_array(size_t chunk_limit, ChunkPlan& out) {
     out.array_end = p_;
     return true;
   }
-  size_t chunk_begin = out.array_begin, last_separator = out.array_begin;
+  if (segment_bytes > 0 && n_ - out.array_begin > 2 * segment_bytes)
+    return scan_segments(chunk_limit, out, segment_bytes);
+  Segment all;
+  if (!scan_segment(out.array_begin, kNowhere, chunk_limit, all)) return false;
+  out.chunks = std::move(all.chunks);
+  out.chunk_events = std::move(all.chunk_events);
+  out.array_end = all.end;
+  return true;
+}
+
+// From the separator at `from` (the list's '[' or a ',' between two of its elements): the
+// elements up to the first separator at or after `until`, or up to the list's ']', cut
+// into chunks of at most `chunk_limit` bytes as scan_array cuts them.
+bool Scanner::scan_segment(size_t from, size_t until, size_t chunk_limit, Segment& out) {
+  p_ = from + 1;
+  skip_ws();
+  if (p_ >= n_) return truncated();
+  size_t chunk_begin = from, last_separator = from;
   size_t events = 0;  // in the chunk being planned, the one just skipped included
   for (;;) {
     if (d_[p_] == ',' || d_[p_] == ']') return fail("invalid JSON in traceEvents: expected a value", p_);
@@ -156,15 +186,76 @@ bool Scanner::scan_array(size_t chunk_limit, ChunkPlan& out) {
     }
     last_separator = p_;
     ++p_;
-    if (c == ']') {
+    if (c == ']' || last_separator >= until) {
       out.chunks.emplace_back(chunk_begin, last_separator);
       out.chunk_events.push_back(events);
-      out.array_end = last_separator;
+      out.end = last_separator;
+      out.closed = c == ']';
+      out.ok = true;
       return true;
     }
     skip_ws();
     if (p_ >= n_) return truncated();
   }
+}
+
+// The first ',' in [from, to) that lies between a '}' and a '{' (whitespace aside): most
+// likely the separator between two events of the list, though it may lie in a string or
+// a nested list. `to` when there is none.
+size_t Scanner::guess_separator(size_t from, size_t to) const {
+  for (size_t at = from; at < to;) {
+    const void* found = std::memchr(d_ + at, ',', to - at);
+    if (!found) break;
+    size_t comma = size_t(static_cast<const char*>(found) - d_);
+    size_t before = comma, after = comma + 1;
+    while (before > from && is_ws(d_[before - 1])) --before;
+    while (after < n_ && is_ws(d_[after])) ++after;
+    if (before > from && d_[before - 1] == '}' && after < n_ && d_[after] == '{') return comma;
+    at = comma + 1;
+  }
+  return to;
+}
+
+// scan_array's list in segments scanned concurrently from guessed
+// separators, then joined in order: a segment is taken when the one before it stopped at
+// its first separator, and scanned again from where that one stopped otherwise.
+bool Scanner::scan_segments(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes) {
+  const size_t begin = out.array_begin;
+  const size_t count = (n_ - begin) / segment_bytes;
+  std::vector<size_t> starts{begin};
+  for (size_t k = 1; k < count; ++k) {
+    size_t bound = begin + k * segment_bytes;
+    size_t guess = guess_separator(std::max(bound, starts.back() + 1), std::min(n_, bound + segment_bytes));
+    if (guess < n_) starts.push_back(guess);
+  }
+  auto until = [&](size_t k) { return k + 1 < starts.size() ? starts[k + 1] : kNowhere; };
+  auto scan = [&](size_t from, size_t k, Segment& segment) {
+    Scanner scanner(d_, n_);
+    if (!scanner.scan_segment(from, until(k), chunk_limit, segment)) {
+      segment.reason = scanner.reason_;
+      segment.where = scanner.where_;
+    }
+  };
+  std::vector<Segment> segments(starts.size());
+  for_each_index(starts.size(), [&](size_t k) { scan(starts[k], k, segments[k]); });
+  size_t at = begin;  // where the segments taken so far stopped: a separator of the list
+  for (size_t k = 0; k < starts.size(); ++k) {
+    if (starts[k] != at) {  // a wrong guess, or one the scan before it went past
+      segments[k] = Segment();
+      scan(at, k, segments[k]);
+    }
+    Segment& segment = segments[k];
+    if (!segment.ok) return fail(std::move(segment.reason), segment.where);
+    out.chunks.insert(out.chunks.end(), segment.chunks.begin(), segment.chunks.end());
+    out.chunk_events.insert(out.chunk_events.end(), segment.chunk_events.begin(), segment.chunk_events.end());
+    at = segment.end;
+    if (segment.closed) {
+      out.array_end = at;
+      return true;
+    }
+  }
+  // The last segment stops only at the list's ']' (its `until` is nowhere).
+  return fail("internal: the segments of traceEvents did not reach its end", kNowhere);
 }
 
 // Whether a key, as written (with quotes), is "traceEvents", escapes included.

@@ -43,7 +43,15 @@ class Scanner {
   // Plans chunks of at most `chunk_limit` bytes (more only when one event is larger by
   // itself). False when the document is not an object whose first traceEvents value is a
   // well-formed list; message() then says why.
-  bool plan(size_t chunk_limit, ChunkPlan& out);
+  //
+  // With `segment_bytes`, a list longer than two segments is scanned in segments of about
+  // that many bytes concurrently (in the caller's TBB arena). Each segment but the first
+  // starts at a guess of a separator between two events (a ',' between '}' and '{'), and
+  // is used only if the scan of the segment before it, itself verified, stops exactly
+  // there; a wrong guess is scanned again from where that scan stopped. The plan's chunks
+  // may then be cut elsewhere, never at a byte that is not a separator; the events, the
+  // list's bounds and, for a bad document, message() are those of the serial scan.
+  bool plan(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes = 0);
 
   // "<reason>" or "<reason> (byte <offset>)", worded as the one-shot path words it.
   std::string message() const;
@@ -64,7 +72,11 @@ class Scanner {
   void skip_ws();
   bool skip_string();
   bool skip_value();
-  bool scan_array(size_t chunk_limit, ChunkPlan& out);
+  bool scan_array(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes);
+  struct Segment;
+  bool scan_segment(size_t from, size_t until, size_t chunk_limit, Segment& out);
+  bool scan_segments(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes);
+  size_t guess_separator(size_t from, size_t to) const;
   static bool is_trace_events(std::string_view raw);
 
   const char* d_;

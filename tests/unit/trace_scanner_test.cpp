@@ -2,6 +2,9 @@
 // and the grammar check's positions (json_grammar.hpp).
 #include <gtest/gtest.h>
 
+#include <tbb/task_arena.h>
+
+#include <set>
 #include <string>
 #include <vector>
 
@@ -176,4 +179,92 @@ TEST(ParseTimings, TheChunkedPathAlsoTimesTheScan) {
   Timings timings;
   parse_trace(R"({"traceEvents": [{"n": 1}, {"n": 2}, {"n": 3}]})", "t.json", {.max_document_bytes = 16}, &timings);
   EXPECT_EQ(phase_names(timings), (std::vector<std::string>{"pad", "scan", "read"}));
+}
+
+namespace {
+
+// Checks the segmented scan of `json` (Scanner::plan with `segment_bytes`, on 4 threads)
+// against the serial one: the same verdict and message, the same list bounds, chunks that
+// cover the list from separator to separator, and the same events in them.
+void expect_segments_as_serial(const std::string& json, size_t segment_bytes, size_t chunk_limit) {
+  SCOPED_TRACE("segments of " + std::to_string(segment_bytes) + " bytes, chunks of " + std::to_string(chunk_limit));
+  Scanner serial(json.data(), json.size());
+  ChunkPlan every;  // one chunk an event: every separator of the list
+  bool serial_ok = serial.plan(1, every);
+  Scanner segmented(json.data(), json.size());
+  ChunkPlan plan;
+  bool ok = false;
+  tbb::task_arena(4).execute([&] { ok = segmented.plan(chunk_limit, plan, segment_bytes); });
+  ASSERT_EQ(ok, serial_ok) << segmented.message();
+  if (!ok) {
+    EXPECT_EQ(segmented.message(), serial.message());
+    return;
+  }
+  EXPECT_EQ(plan.array_begin, every.array_begin);
+  EXPECT_EQ(plan.array_end, every.array_end);
+  std::vector<size_t> separators{every.array_begin};  // in order; the k-th ends event k
+  for (auto [first, last] : every.chunks) separators.push_back(last);
+  ASSERT_EQ(plan.chunks.size(), plan.chunk_events.size());
+  ASSERT_FALSE(plan.chunks.empty());
+  size_t event = 0;
+  for (size_t k = 0; k < plan.chunks.size(); ++k) {
+    auto [first, last] = plan.chunks[k];
+    ASSERT_EQ(first, separators[event]) << "chunk " << k;
+    event += plan.chunk_events[k];
+    ASSERT_LT(event, separators.size()) << "chunk " << k;
+    ASSERT_EQ(last, separators[event]) << "chunk " << k;
+  }
+  EXPECT_EQ(event, separators.size() - 1);
+}
+
+// A list whose events hold what a guessed separator can be fooled by: "}, {" and "},{" in
+// strings, lists of objects in args, escaped quotes, an event longer than the segments,
+// and after the list a top-level value that looks like more events.
+std::string tricky_trace(size_t events) {
+  std::string json = R"({"schemaVersion": 1, "traceEvents": [)";
+  for (size_t i = 0; i < events; ++i) {
+    if (i > 0) json += i % 3 ? ",\n  " : ",";
+    switch (i % 5) {
+      case 0: json += R"({"name": "a}, {b", "args": {"s": "},{\"}, {"}})"; break;
+      case 1: json += R"({"args": {"list": [{"a": 1}, {"b": [2, {"c": 3}]},\n {"d": 4}]}})"; break;
+      case 2: json += R"({"name": ")" + std::string(i % 7 * 40, 'x') + R"(", "n": )" + std::to_string(i) + "}"; break;
+      case 3: json += R"([{"x": 1}, {"y": 2}])"; break;
+      default: json += R"({"e": "\\", "f": {"g": {}}, "h": "}, {"})"; break;
+    }
+  }
+  json += R"(], "after": [{"looks": "like"}, {"an": "event"}, {"but": 1}], "z": {}})";
+  return json;
+}
+
+}  // namespace
+
+TEST(ScannerSegments, TheSegmentedScanFindsWhatTheSerialScanFinds) {
+  for (size_t events : {1, 2, 7, 60, 400}) {
+    std::string json = tricky_trace(events);
+    for (size_t segment_bytes : {1, 7, 13, 32, 64, 100, 333, 1000, 5000})
+      for (size_t chunk_limit : {1, 50, 1 << 20}) expect_segments_as_serial(json, segment_bytes, chunk_limit);
+  }
+}
+
+TEST(ScannerSegments, ABadDocumentGetsTheSerialScansMessage) {
+  std::string good = tricky_trace(300);
+  size_t list_end = good.find(R"(], "after")");
+  std::vector<std::string> bad;
+  std::string mismatched = good;  // a late event's object closed by ']'
+  mismatched[good.rfind('}', list_end - 1)] = ']';
+  bad.push_back(mismatched);
+  bad.push_back(good.substr(0, good.size() / 2));  // truncated inside the list
+  bad.push_back(good.substr(0, list_end - 40));
+  std::string missing_comma = good;  // two late events with no separator between them
+  missing_comma.erase(good.rfind(",", list_end - 60), 1);
+  bad.push_back(missing_comma);
+  size_t first_event = good.find('{', 30);  // an error in the first segment, guesses after it fine
+  ASSERT_NE(first_event, std::string::npos);
+  bad.push_back(good.substr(0, first_event + 1) + "]" + good.substr(first_event + 1));
+  for (const std::string& json : bad) {
+    Scanner serial(json.data(), json.size());
+    ChunkPlan plan;
+    ASSERT_FALSE(serial.plan(1, plan));
+    for (size_t segment_bytes : {1, 13, 100, 1000, 5000}) expect_segments_as_serial(json, segment_bytes, 64);
+  }
 }
