@@ -8,8 +8,10 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "in_order_pipeline.hpp"
+#include "parallel_ranges.hpp"
 #include "prefault.hpp"
 #include "tracelane/trace.hpp"
 
@@ -110,6 +112,59 @@ void grow(std::string& out, size_t kept, size_t size) {
   out.swap(bigger);
 }
 
+// Several members decompressed concurrently, each straight into its place, or nothing.
+//
+// Where members start is guessed (every header-like "1f 8b 08" with its reserved flag
+// bits clear), and so is the size of each (the ISIZE in the 4 bytes before the next guess,
+// or the file's last 4). Each member is then decompressed from its guessed start into its
+// guessed place, and the guesses are kept only if every member, decompressed, takes
+// exactly the bytes up to the next guess and gives exactly its guessed size: then each
+// starts where the previous one ends, from the file's first byte to its last, which is
+// what decompressing the members one after another finds, and each has its CRC-32
+// checked by libdeflate. Anything else (one member, a wrong guess, a member of 4 GiB or
+// more, a total beyond `max_bytes` or DEFLATE's 1032:1, a corrupt member) returns
+// nothing, and the members are decompressed one after another, with their errors.
+std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, uint64_t max_bytes) {
+  constexpr size_t kSmallestMember = 18;  // a header and a trailer
+  std::vector<size_t> starts;
+  for (size_t pos = 0; pos + kSmallestMember <= bytes.size();) {
+    const void* hit = std::memchr(bytes.data() + pos, 0x1f, bytes.size() - kSmallestMember + 1 - pos);
+    if (!hit) break;
+    pos = size_t(static_cast<const char*>(hit) - bytes.data());
+    if (uint8_t(bytes[pos + 1]) == 0x8b && bytes[pos + 2] == 8 && !(uint8_t(bytes[pos + 3]) & 0xe0) &&
+        (starts.empty() ? pos == 0 : pos >= starts.back() + kSmallestMember)) {
+      starts.push_back(pos);
+      // Members are rarely this small (bgzip's are up to 64 KiB): so many guesses is a
+      // file made to look so, not worth the tasks.
+      if (starts.size() > bytes.size() / 512 + 1) return std::nullopt;
+    }
+    ++pos;
+  }
+  if (starts.size() < 2 || starts[0] != 0) return std::nullopt;
+  starts.push_back(bytes.size());
+  const size_t members = starts.size() - 1;
+  std::vector<size_t> offsets(members + 1, 0);
+  for (size_t k = 0; k < members; ++k) offsets[k + 1] = offsets[k] + read_le32(bytes.data() + starts[k + 1] - 4);
+  const uint64_t total = offsets[members];
+  if (total > max_bytes || total > bytes.size() * uint64_t(1032) + 1024) return std::nullopt;
+  std::string out;
+  out.reserve(total + 64);  // simdjson's padding, as gunzip leaves it
+  prefault(out.data(), total + 64);
+  out.resize(total);
+  std::vector<char> right(members, 0);
+  for_each_index(members, [&](size_t k) {
+    std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
+    if (!d) return;
+    const size_t length = starts[k + 1] - starts[k], size = offsets[k + 1] - offsets[k];
+    size_t in_used = 0, out_used = 0;
+    right[k] = libdeflate_gzip_decompress_ex(d.get(), bytes.data() + starts[k], length, out.data() + offsets[k], size,
+                                             &in_used, &out_used) == LIBDEFLATE_SUCCESS &&
+               in_used == length && out_used == size;
+  });
+  if (std::find(right.begin(), right.end(), 0) != right.end()) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 size_t gunzip_size_guess(std::string_view bytes) {
@@ -130,6 +185,7 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
   if (!d) throw Error(std::string(source) + ": out of memory");
   if (bytes.size() < 18) throw Error(std::string(source) + ": truncated gzip stream (" + std::to_string(bytes.size()) + " bytes)");
+  if (std::optional<std::string> out = gunzip_members_concurrently(bytes, max_bytes)) return std::move(*out);
   const size_t plausible_max = bytes.size() * 1032 + 1024;
   // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: exact for the
   // usual single member under 4 GiB; see gunzip_size_guess for the others. The extra 64
