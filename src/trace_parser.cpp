@@ -64,14 +64,16 @@ constexpr size_t kDefaultChunkedAbove = size_t(64) << 20;
 // kSmallestConcurrentChunk: enough chunks that a slow one does not leave the other
 // threads idle, and small chunks keep each thread's simdjson parser small (its index is
 // ~4 bytes per token of the largest chunk it read). A document below the usual limit is
-// chunked with kThreadsToChunkSmallDocuments threads or more. While the scan it needs was
-// serial (~0.45 of a one-shot read), two threads saved nothing (the 54 MB mi300 trace:
-// 0.120 s one-shot, 0.123 s chunked; bench/README.md, "Parsing one trace's chunks
-// concurrently"); with the scan in segments too, the whole compaction of that trace with
-// two threads takes 0.86x the time it took one-shot (bench/README.md, "The scan in
-// segments").
+// chunked with kThreadsToChunkSmallDocuments threads or more (a trace parsed beside
+// others, kThreadsToChunkSmallDocumentsBesideOthers). While the scan it needs was serial
+// (~0.45 of a one-shot read), two threads saved nothing (the 54 MB mi300 trace: 0.120 s
+// one-shot, 0.123 s chunked; bench/README.md, "Parsing one trace's chunks concurrently");
+// with the scan in segments too, the whole compaction of that trace with two threads takes
+// 0.86x the time it took one-shot (bench/README.md, "The scan in segments"). Beside other
+// traces the scan's CPU is a cost with no idle thread to repay it, as before.
 constexpr size_t kConcurrentChunkedAbove = size_t(4) << 20;
 constexpr int kThreadsToChunkSmallDocuments = 2;
+constexpr int kThreadsToChunkSmallDocumentsBesideOthers = 4;
 constexpr size_t kChunksPerThread = 8;
 constexpr size_t kSmallestConcurrentChunk = size_t(1) << 20;
 // The scan before a chunked read, with more than one thread: segments of the list scanned
@@ -329,7 +331,9 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
 
   const int threads = tbb::this_task_arena::max_concurrency();
   size_t limit = options.max_document_bytes ? std::min(options.max_document_bytes, kSimdjsonMaxDocument)
-                 : threads >= kThreadsToChunkSmallDocuments ? kConcurrentChunkedAbove
+                 : threads >= (options.beside_others ? kThreadsToChunkSmallDocumentsBesideOthers
+                                                     : kThreadsToChunkSmallDocuments)
+                     ? kConcurrentChunkedAbove
                                                             : kDefaultChunkedAbove;
   ChunkPlan plan;
   Scanner scanner(begin, length);

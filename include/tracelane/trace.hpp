@@ -254,6 +254,10 @@ struct ParseOptions {
   // 64 MB (src/trace_parser.cpp says why); tests lower it to exercise the chunked path on
   // small traces.
   size_t max_document_bytes = 0;
+  // Parsed beside other traces in the same arena (a merge's ranks, a sweep's files), which
+  // keep its threads busy: a document below that size is then read in chunks only with 4
+  // threads or more, not from 2 on as a trace alone is (src/trace_parser.cpp).
+  bool beside_others = false;
 };
 
 // Parses a trace from decompressed JSON bytes. Takes ownership of `json`. Throws Error

@@ -182,7 +182,7 @@ class Sweep {
         json = read_step(task.file->path, task.read_identity, read, options_.job);
       }
       task.row.set("input_bytes", int64_t(task.read_identity.size));  // the file read
-      task.trace.emplace(parse_step(std::move(json), task.file->path, options_.job));
+      task.trace.emplace(parse_step(std::move(json), task.file->path, options_.job, true));
       task.row.set("events", int64_t(task.trace->events.size()));
       task.row.set("pp_rank", int64_t(single_trace_pp_rank(*task.trace)));
     } catch (const LargerThanAdmitted& e) {

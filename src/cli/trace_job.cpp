@@ -36,9 +36,11 @@ std::string read_step(const fs::path& input, FileIdentity& identity, const ReadO
   return read_trace_bytes(input, &identity, read);
 }
 
-Trace parse_step(std::string json, const fs::path& input, const JobOptions& job) {
+Trace parse_step(std::string json, const fs::path& input, const JobOptions& job, bool beside_others) {
   Timings::Scope scope(job.timings, "parse");
-  return parse_trace(std::move(json), input.string(), ParseOptions{}, job.timings);
+  ParseOptions options;
+  options.beside_others = beside_others;
+  return parse_trace(std::move(json), input.string(), options, job.timings);
 }
 
 CompactedTrace compact_step(Trace trace, const JobOptions& job, bool pp_flows) {

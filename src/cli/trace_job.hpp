@@ -66,7 +66,7 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
 std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read,
                       const JobOptions& job);
 // Parse.
-Trace parse_step(std::string json, const fs::path& input, const JobOptions& job);
+Trace parse_step(std::string json, const fs::path& input, const JobOptions& job, bool beside_others = false);
 // Compact. The result may be already laned (SPEC 9.8): see already_laned().
 CompactedTrace compact_step(Trace trace, const JobOptions& job, bool pp_flows);
 

@@ -13,6 +13,7 @@
 #include "test_support.hpp"
 #include "trace_scanner.hpp"
 #include "tracelane/gzip.hpp"
+#include "tracelane/timings.hpp"
 
 namespace tracelane::testing {
 namespace {
@@ -140,12 +141,35 @@ TEST(ConcurrentParse, TraceEventsFirstLastAndEmpty) {
 }
 
 // The default sizing (no limit): a document above the concurrent threshold is chunked
-// with four threads (not with two: trace_parser.cpp says why), and must still be the
-// one-shot read.
+// from two threads on (four for one parsed beside others: trace_parser.cpp says why), and
+// must still be the one-shot read.
 TEST(ConcurrentParse, DefaultChunksOfALargeTrace) {
   std::string json = varied_trace(40000, 1000);
   ASSERT_GT(json.size(), size_t(6) << 20);
   EXPECT_GT(expect_same_in_every_arena(json, {0}), 0u);
+}
+
+// Whether a document below 64 MB is read in chunks: with the default sizing, a trace parsed
+// alone is from two threads on, one parsed beside others (a merge's ranks, a sweep's
+// files) from four; chunked or not, it is the one-shot read. A chunked read opens a
+// "scan" phase.
+TEST(ConcurrentParse, ATraceAloneIsChunkedFromTwoThreadsOnOneBesideOthersFromFour) {
+  std::string json = varied_trace(40000, 1000);
+  ASSERT_GT(json.size(), size_t(6) << 20);
+  std::vector<std::string> expected = describe(parse_in_arena(json, 1, 0));
+  for (int threads : {1, 2, 4})
+    for (bool beside_others : {false, true}) {
+      std::string what = std::to_string(threads) + " threads" + (beside_others ? ", beside others" : ", alone");
+      Timings timings;
+      std::optional<Trace> trace;
+      tbb::task_arena(threads).execute([&] {
+        trace.emplace(parse_trace(json, "test.json", {.beside_others = beside_others}, &timings));
+      });
+      expect_same(expected, *trace, what);
+      bool scanned = std::any_of(timings.phases().begin(), timings.phases().end(),
+                                 [](const Timings::Phase& phase) { return phase.name == "scan"; });
+      EXPECT_EQ(scanned, threads >= (beside_others ? 4 : 2)) << what;
+    }
 }
 
 // Each broken document gives, in every arena, the message of the sequential one-shot read.
