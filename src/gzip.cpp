@@ -115,7 +115,8 @@ void grow(std::string& out, size_t kept, size_t size) {
 // Several members decompressed concurrently, each straight into its place, or nothing.
 //
 // Where members start is guessed (every header-like "1f 8b 08" with its reserved flag
-// bits clear), and so is the size of each (the ISIZE in the 4 bytes before the next guess,
+// bits clear, XFL 0, 2 or 4 and an OS byte RFC 1952 names: about one position in 10^11 of
+// compressed data looks so by chance), and so is the size of each (the ISIZE in the 4 bytes before the next guess,
 // or the file's last 4). Each member is then decompressed from its guessed start into its
 // guessed place, and the guesses are kept only if every member, decompressed, takes
 // exactly the bytes up to the next guess and gives exactly its guessed size: then each
@@ -131,7 +132,9 @@ std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, u
     const void* hit = std::memchr(bytes.data() + pos, 0x1f, bytes.size() - kSmallestMember + 1 - pos);
     if (!hit) break;
     pos = size_t(static_cast<const char*>(hit) - bytes.data());
+    const uint8_t xfl = uint8_t(bytes[pos + 8]), os = uint8_t(bytes[pos + 9]);
     if (uint8_t(bytes[pos + 1]) == 0x8b && bytes[pos + 2] == 8 && !(uint8_t(bytes[pos + 3]) & 0xe0) &&
+        (xfl == 0 || xfl == 2 || xfl == 4) && (os <= 13 || os == 255) &&
         (starts.empty() ? pos == 0 : pos >= starts.back() + kSmallestMember)) {
       starts.push_back(pos);
       // Members are rarely this small (bgzip's are up to 64 KiB): so many guesses is a

@@ -126,7 +126,7 @@ TEST(GzipMembers, AHeaderLookingNameOrAnEmptyMemberStillGivesTheTextBack) {
   // A member whose name holds a header's first bytes after a plausible ISIZE (16 MiB and
   // a bit): a wrong guess of where a member starts, and of the size of the one before.
   std::string named = gzip_compress("{}", 6);
-  std::string name = std::string(20, 'a') + std::string("\x01\x01\x01\x01\x1f\x8b\x08\x01z", 9);
+  std::string name = std::string(20, 'a') + std::string("\x01\x01\x01\x01\x1f\x8b\x08\x01\x01\x01\x01\x01\x04\x03z", 15);
   std::string with_name = named.substr(0, 3) + char(uint8_t(named[3]) | 8) + named.substr(4, 6) + name + '\0' +
                           named.substr(10);
   std::string empty = gzip_compress("", 6);
