@@ -201,7 +201,7 @@ bool Scanner::scan_segment(size_t from, size_t until, size_t chunk_limit, Segmen
 
 // The first ',' in [from, to) that lies between a '}' and a '{' (whitespace aside): most
 // likely the separator between two events of the list, though it may lie in a string or
-// a nested list. `to` when there is none.
+// a nested list. kNowhere when there is none.
 size_t Scanner::guess_separator(size_t from, size_t to) const {
   for (size_t at = from; at < to;) {
     const void* found = std::memchr(d_ + at, ',', to - at);
@@ -213,7 +213,7 @@ size_t Scanner::guess_separator(size_t from, size_t to) const {
     if (before > from && d_[before - 1] == '}' && after < n_ && d_[after] == '{') return comma;
     at = comma + 1;
   }
-  return to;
+  return kNowhere;
 }
 
 // scan_array's list in segments scanned concurrently from guessed
@@ -226,7 +226,7 @@ bool Scanner::scan_segments(size_t chunk_limit, ChunkPlan& out, size_t segment_b
   for (size_t k = 1; k < count; ++k) {
     size_t bound = begin + k * segment_bytes;
     size_t guess = guess_separator(std::max(bound, starts.back() + 1), std::min(n_, bound + segment_bytes));
-    if (guess < n_) starts.push_back(guess);
+    if (guess != kNowhere) starts.push_back(guess);
   }
   auto until = [&](size_t k) { return k + 1 < starts.size() ? starts[k + 1] : kNowhere; };
   auto scan = [&](size_t from, size_t k, Segment& segment) {
