@@ -101,6 +101,7 @@ bool Scanner::skip_value() {
     closers_.assign(1, c == '{' ? '}' : ']');
     ++p_;
     while (!closers_.empty()) {
+      if (p_ > give_up_after_) return give_up();
       while (p_ < n_ && !kBracketOrQuote[static_cast<unsigned char>(d_[p_])]) ++p_;
       if (p_ >= n_) return truncated();
       c = d_[p_];
@@ -136,7 +137,17 @@ struct Scanner::Segment {
   bool ok = false;
   std::string reason;  // when not ok: message()'s parts
   size_t where = kNowhere;
+  bool gave_up = false;  // not ok, having gone past give_up_after_: no verdict
 };
+
+// A scan from a guessed separator that goes on far past where it should stop was most
+// likely guessed wrong (inside a string, brackets and quotes read the other way round),
+// and could otherwise run to the document's end from every segment: it stops, and says
+// nothing of the document.
+bool Scanner::give_up() {
+  gave_up_ = true;
+  return fail("gave up", p_);
+}
 
 // At traceEvents' '[': records the array's bounds and its chunks, each as long as the
 // limit allows but never without an event.
@@ -173,6 +184,7 @@ bool Scanner::scan_segment(size_t from, size_t until, size_t chunk_limit, Segmen
   for (;;) {
     if (d_[p_] == ',' || d_[p_] == ']') return fail("invalid JSON in traceEvents: expected a value", p_);
     if (!skip_value()) return false;
+    if (p_ > give_up_after_) return give_up();
     ++events;
     skip_ws();
     if (p_ >= n_) return truncated();
@@ -229,20 +241,25 @@ bool Scanner::scan_segments(size_t chunk_limit, ChunkPlan& out, size_t segment_b
     if (guess != kNowhere) starts.push_back(guess);
   }
   auto until = [&](size_t k) { return k + 1 < starts.size() ? starts[k + 1] : kNowhere; };
-  auto scan = [&](size_t from, size_t k, Segment& segment) {
+  // A guessed segment gives up a segment's length past where it should stop; a verified
+  // one (the first, or one scanned again) never does.
+  auto scan = [&](size_t from, size_t k, Segment& segment, bool guessed) {
     Scanner scanner(d_, n_);
+    if (guessed && until(k) != kNowhere) scanner.give_up_after_ = until(k) + segment_bytes;
     if (!scanner.scan_segment(from, until(k), chunk_limit, segment)) {
       segment.reason = scanner.reason_;
       segment.where = scanner.where_;
+      segment.gave_up = scanner.gave_up_;
     }
   };
   std::vector<Segment> segments(starts.size());
-  for_each_index(starts.size(), [&](size_t k) { scan(starts[k], k, segments[k]); });
+  for_each_index(starts.size(), [&](size_t k) { scan(starts[k], k, segments[k], k > 0); });
   size_t at = begin;  // where the segments taken so far stopped: a separator of the list
   for (size_t k = 0; k < starts.size(); ++k) {
-    if (starts[k] != at) {  // a wrong guess, or one the scan before it went past
+    // A wrong guess, one the scan before it went past, or one that gave up.
+    if (starts[k] != at || segments[k].gave_up) {
       segments[k] = Segment();
-      scan(at, k, segments[k]);
+      scan(at, k, segments[k], false);
     }
     Segment& segment = segments[k];
     if (!segment.ok) return fail(std::move(segment.reason), segment.where);

@@ -76,6 +76,7 @@ class Scanner {
   struct Segment;
   bool scan_segment(size_t from, size_t until, size_t chunk_limit, Segment& out);
   bool scan_segments(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes);
+  bool give_up();
   size_t guess_separator(size_t from, size_t to) const;
   static bool is_trace_events(std::string_view raw);
 
@@ -85,6 +86,8 @@ class Scanner {
   std::string closers_;
   std::string reason_;
   size_t where_ = kNowhere;
+  size_t give_up_after_ = kNowhere;  // a scan from a guess stops past this byte (give_up)
+  bool gave_up_ = false;
 };
 
 // Writes '[' and ']' over a chunk's two separators while simdjson reads it, so that the

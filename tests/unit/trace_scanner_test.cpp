@@ -219,17 +219,22 @@ void expect_segments_as_serial(const std::string& json, size_t segment_bytes, si
 
 // A list whose events hold what a guessed separator can be fooled by: "}, {" and "},{" in
 // strings, lists of objects in args, escaped quotes, an event longer than the segments,
-// and after the list a top-level value that looks like more events.
+// "}, {[" in a string, followed by more of it than a segment (read from there, quotes and
+// strings swap places and the brackets after it are all in strings: the scan would run to
+// the document's end but for give_up; and the scan of the segment before, right, goes a
+// segment past the wrong guess and gives up too), and after the list a top-level value
+// that looks like more events.
 std::string tricky_trace(size_t events) {
   std::string json = R"({"schemaVersion": 1, "traceEvents": [)";
   for (size_t i = 0; i < events; ++i) {
     if (i > 0) json += i % 3 ? ",\n  " : ",";
-    switch (i % 5) {
+    switch (i % 6) {
       case 0: json += R"({"name": "a}, {b", "args": {"s": "},{\"}, {"}})"; break;
       case 1: json += R"({"args": {"list": [{"a": 1}, {"b": [2, {"c": 3}]},\n {"d": 4}]}})"; break;
       case 2: json += R"({"name": ")" + std::string(i % 7 * 40, 'x') + R"(", "n": )" + std::to_string(i) + "}"; break;
       case 3: json += R"([{"x": 1}, {"y": 2}])"; break;
-      default: json += R"({"e": "\\", "f": {"g": {}}, "h": "}, {"})"; break;
+      case 4: json += R"({"e": "\\", "f": {"g": {}}, "h": "}, {"})"; break;
+      default: json += R"({"n": "a}, {[)" + std::string(100, 'b') + R"("})"; break;
     }
   }
   json += R"(], "after": [{"looks": "like"}, {"an": "event"}, {"but": 1}], "z": {}})";
@@ -256,7 +261,9 @@ TEST(ScannerSegments, ABadDocumentGetsTheSerialScansMessage) {
   bad.push_back(good.substr(0, good.size() / 2));  // truncated inside the list
   bad.push_back(good.substr(0, list_end - 40));
   std::string missing_comma = good;  // two late events with no separator between them
-  missing_comma.erase(good.rfind(",", list_end - 60), 1);
+  size_t separator = good.rfind("},\n  {", list_end - 60);  // a raw newline: not in a string
+  ASSERT_NE(separator, std::string::npos);
+  missing_comma.erase(separator + 1, 1);
   bad.push_back(missing_comma);
   size_t first_event = good.find('{', 30);  // an error in the first segment, guesses after it fine
   ASSERT_NE(first_event, std::string::npos);
