@@ -19,6 +19,13 @@ namespace tracelane {
 // caller's own slot k until put(k) takes it, so an exception (from make or put), which
 // stops the rest and is rethrown, leaves no owning object in the pipeline's buffers; the
 // slots made but never put are the caller's again to free.
+// Hands a stage's writes on when the stage ends, also by an exception (a make or a put
+// that throws has written too: the caller frees what it wrote).
+struct ReleaseOnExit {
+  const void* tag;
+  ~ReleaseOnExit() { tsan_release(tag); }
+};
+
 template <class Make, class Put>
 void in_order_pipeline(size_t items, const Make& make, const Put& put) {
   // The hand-offs, for TSan (tsan_handoff.hpp): this thread -> the input stage (`next`),
@@ -46,16 +53,16 @@ void in_order_pipeline(size_t items, const Make& make, const Put& put) {
                                        [&](size_t k) {
                                          tsan_acquire(&tsan_task_start);
                                          tsan_acquire(&handed[k]);
+                                         ReleaseOnExit made{&handed[k]};
                                          make(k);
-                                         tsan_release(&handed[k]);
                                          return k;
                                        }) &
       tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
         tsan_acquire(&tsan_task_start);
         tsan_acquire(&handed[k]);
         tsan_acquire(&put);
+        ReleaseOnExit done{&put};
         put(k);
-        tsan_release(&put);
       });
   const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
   tsan_release(&tsan_task_start);
@@ -66,6 +73,7 @@ void in_order_pipeline(size_t items, const Make& make, const Put& put) {
   } catch (...) {
     for (const char& item : handed) tsan_acquire(&item);  // made, never put: the caller's
     tsan_acquire(&next);
+    tsan_acquire(&put);  // what the put that threw wrote (a slot it moved from)
     throw;
   }
   tsan_acquire(&next);  // the input stage's last call, which stopped it
