@@ -50,6 +50,12 @@ size_t deflate_start(std::string_view bytes) {
   return std::min(pos, bytes.size());
 }
 
+// Whether a member header could start at `pos` (0x1f there, and at least 4 bytes after
+// it): 1f 8b 08 (deflate) with the reserved flag bits clear.
+bool member_header_at(std::string_view bytes, size_t pos) {
+  return uint8_t(bytes[pos + 1]) == 0x8b && bytes[pos + 2] == 8 && !(uint8_t(bytes[pos + 3]) & 0xe0);
+}
+
 // True when the last `isize` output bytes of `bytes` are a complete gzip member of their
 // own that ends the file: the file has several members, and ISIZE is only the last one's.
 // A member of n output bytes takes at most about n + n/64 + 1 KiB (stored blocks, a name
@@ -61,8 +67,7 @@ bool ends_with_own_member(std::string_view bytes, uint32_t isize, libdeflate_dec
     const void* hit = std::memchr(bytes.data() + pos, 0x1f, bytes.size() - 18 + 1 - pos);
     if (!hit) break;
     pos = size_t(static_cast<const char*>(hit) - bytes.data());
-    // 1f 8b 08 (deflate), reserved flag bits clear: anything else is not a member header.
-    if (pos == 0 || uint8_t(bytes[pos + 1]) != 0x8b || bytes[pos + 2] != 8 || (uint8_t(bytes[pos + 3]) & 0xe0)) continue;
+    if (pos == 0 || !member_header_at(bytes, pos)) continue;
     size_t in_used = 0, out_used = 0;
     std::string_view member = bytes.substr(pos);
     if (libdeflate_gzip_decompress_ex(d, member.data(), member.size(), scratch.get(), isize, &in_used, &out_used) ==
@@ -133,8 +138,7 @@ std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, u
     if (!hit) break;
     pos = size_t(static_cast<const char*>(hit) - bytes.data());
     const uint8_t xfl = uint8_t(bytes[pos + 8]), os = uint8_t(bytes[pos + 9]);
-    if (uint8_t(bytes[pos + 1]) == 0x8b && bytes[pos + 2] == 8 && !(uint8_t(bytes[pos + 3]) & 0xe0) &&
-        (xfl == 0 || xfl == 2 || xfl == 4) && (os <= 13 || os == 255) &&
+    if (member_header_at(bytes, pos) && (xfl == 0 || xfl == 2 || xfl == 4) && (os <= 13 || os == 255) &&
         (starts.empty() ? pos == 0 : pos >= starts.back() + kSmallestMember)) {
       starts.push_back(pos);
       // Members are rarely this small (bgzip's are up to 64 KiB): so many guesses is a
