@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <numeric>
 
 #include "annotations.hpp"
@@ -246,51 +247,115 @@ size_t coalesce_annotations(Trace& trace) {
   return removed;
 }
 
-KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes) {
-  KernelRunCounts counts;
-  for (const Lane& lane : lanes) {
-    bool open = false;
-    std::string_view run_name, run_name_raw;
-    Ns run_start = 0, run_end = 0;
-    auto close = [&] {
-      if (!open) return;
-      EventBuilder builder;
-      builder.raw("name", run_name_raw).string("cat", "gpu_user_annotation").string("ph", "X");
-      builder.integer("pid", lane.pid, kPid).integer("tid", lane.annotation_tid, kTid);
-      builder.time("ts", run_start, kTs).time("dur", run_end - run_start, kDur).raw("args", "{}");
-      Event event = builder.finish(trace);
-      event.name = run_name;
-      event.cat = "gpu_user_annotation";
-      event.ph = "X";
-      event.pid = Id{Id::Kind::integer, lane.pid};
-      event.tid = Id{Id::Kind::integer, lane.annotation_tid};
-      event.ts = Time{true, true, run_start};
-      event.dur = Time{true, true, run_end - run_start};
-      trace.events.push_back(event);
-      ++counts.blocks;
+namespace {
+
+// A run of one name on a lane: the kernels from the first to the last of it.
+struct KernelRun {
+  std::string_view name, name_raw;
+  Ns start = 0, end = 0;
+};
+
+// The runs among a lane's slices [begin, end) as a serial walk finds them, and whether
+// the range's first slice starts its first run and its last slice leaves its last run
+// open: what joins a run across two ranges.
+struct RangeRuns {
+  std::vector<KernelRun> runs;
+  size_t converted = 0;
+  bool starts_with_run = false, ends_open = false;
+};
+
+RangeRuns runs_in(const Trace& trace, const std::vector<uint32_t>& slices, size_t begin, size_t end) {
+  RangeRuns found;
+  bool open = false;
+  for (size_t k = begin; k < end; ++k) {
+    const Event& event = trace.events[slices[k]];
+    std::string_view name = event.arg_name;
+    if (name.empty()) {
       open = false;
-    };
-    for (uint32_t index : lane.slices) {
-      // close() appends to trace.events: copy what is needed before calling it.
-      std::string_view name = trace.events[index].arg_name, name_raw = trace.events[index].arg_name_raw();
-      Ns start = trace.events[index].ts.ns, end = start + trace.events[index].dur.ns;
-      if (name.empty()) {
-        close();
-        continue;
-      }
-      ++counts.converted;
-      if (open && name == run_name) {
-        run_end = end;
-        continue;
-      }
-      close();
-      open = true;
-      run_name = name;
-      run_name_raw = name_raw;
-      run_start = start;
-      run_end = end;
+      continue;
     }
-    close();
+    ++found.converted;
+    Ns start = event.ts.ns, stop = start + event.dur.ns;
+    if (open && name == found.runs.back().name) {
+      found.runs.back().end = stop;
+      continue;
+    }
+    if (k == begin) found.starts_with_run = true;
+    found.runs.push_back(KernelRun{name, event.arg_name_raw(), start, stop});
+    open = true;
+  }
+  found.ends_open = open;
+  return found;
+}
+
+// The span a run becomes on its lane's annotation track.
+Event run_span(const Lane& lane, const KernelRun& run, Trace& owner) {
+  EventBuilder builder;
+  builder.raw("name", run.name_raw).string("cat", "gpu_user_annotation").string("ph", "X");
+  builder.integer("pid", lane.pid, kPid).integer("tid", lane.annotation_tid, kTid);
+  builder.time("ts", run.start, kTs).time("dur", run.end - run.start, kDur).raw("args", "{}");
+  Event event = builder.finish(owner);
+  event.name = run.name;
+  event.cat = "gpu_user_annotation";
+  event.ph = "X";
+  event.pid = Id{Id::Kind::integer, lane.pid};
+  event.tid = Id{Id::Kind::integer, lane.annotation_tid};
+  event.ts = Time{true, true, run.start};
+  event.dur = Time{true, true, run.end - run.start};
+  return event;
+}
+
+}  // namespace
+
+KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes) {
+  // Found over ranges of each lane's slices concurrently, then joined where a run goes on
+  // from one range into the next; the spans are made concurrently, each range's text
+  // kept by a trace of its own, and appended in lane and time order: what one walk over
+  // the lanes appends.
+  struct LaneRange {
+    size_t lane, begin, end;
+  };
+  // Each lane's [0, size_of(lane)) cut into ranges of events_per_range, lane after lane.
+  auto cut = [&](auto size_of) {
+    std::vector<LaneRange> ranges;
+    for (size_t l = 0; l < lanes.size(); ++l)
+      for (size_t r = 0; r < range_count(size_of(l)); ++r)
+        ranges.push_back({l, r * events_per_range, std::min(size_of(l), (r + 1) * events_per_range)});
+    return ranges;
+  };
+  std::vector<LaneRange> ranges = cut([&](size_t l) { return lanes[l].slices.size(); });
+  std::vector<RangeRuns> found(ranges.size());
+  for_each_index(ranges.size(), [&](size_t r) {
+    found[r] = runs_in(trace, lanes[ranges[r].lane].slices, ranges[r].begin, ranges[r].end);
+  });
+  KernelRunCounts counts;
+  std::vector<std::vector<KernelRun>> runs(lanes.size());
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    RangeRuns& part = found[r];
+    counts.converted += part.converted;
+    std::vector<KernelRun>& lane_runs = runs[ranges[r].lane];
+    auto next = part.runs.begin();
+    bool goes_on = r > 0 && ranges[r - 1].lane == ranges[r].lane && found[r - 1].ends_open && part.starts_with_run;
+    if (goes_on && next->name == lane_runs.back().name) lane_runs.back().end = (next++)->end;
+    lane_runs.insert(lane_runs.end(), next, part.runs.end());
+  }
+  found = {};
+  ranges = cut([&](size_t l) { return runs[l].size(); });
+  struct Spans {
+    std::vector<Event> events;
+    Trace owner;  // their text, moved into the trace's arena
+  };
+  std::vector<Spans> spans(ranges.size());
+  for_each_index(ranges.size(), [&](size_t r) {
+    const auto& [l, begin, end] = ranges[r];
+    spans[r].events.reserve(end - begin);
+    for (size_t k = begin; k < end; ++k) spans[r].events.push_back(run_span(lanes[l], runs[l][k], spans[r].owner));
+  });
+  for (Spans& part : spans) {
+    counts.blocks += part.events.size();
+    trace.events.insert(trace.events.end(), std::make_move_iterator(part.events.begin()),
+                        std::make_move_iterator(part.events.end()));
+    for (auto& text : part.owner.arena) trace.arena.push_back(std::move(text));
   }
   return counts;
 }

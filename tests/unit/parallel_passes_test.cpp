@@ -117,6 +117,40 @@ TEST(ParallelPasses, ManyRangesWriteWhatOneWalkWrites) {
   }
 }
 
+// Kernel runs on one lane, where a range may end inside a run, between two runs of one
+// name parted by an unnamed kernel, or between two runs of different names: with ranges
+// of every size up to the pattern's length, the spans are one walk's.
+TEST(ParallelPasses, KernelRunsCutByRangesAreJoinedOnlyWhereOneWalkJoinsThem) {
+  // A A _ A B B _ _ B A: "_" is a kernel without args.name.
+  const std::vector<std::string> pattern = {"A", "A", "", "A", "B", "B", "", "", "B", "A"};
+  std::vector<std::string> events;
+  for (int i = 0; i < 40; ++i) {  // one stream, one after another: one lane
+    const std::string& name = pattern[size_t(i) % pattern.size()];
+    events.push_back(kernel(0, 7, std::to_string(100 + 10 * i), "5", "k",
+                            "\"correlation\": " + std::to_string(i + 1) +
+                                (name.empty() ? "" : ", \"name\": \"" + name + "\"")));
+  }
+  std::string json = trace_json(events);
+  Compacted reference;
+  {
+    RangeSize one(kOneRange);
+    reference = compact_in_arena(json, 1);
+  }
+  EXPECT_EQ(reference.counts.compacted_lanes, 1u);
+  // AA, A, BB, B; then three times the last A joined with the next AA, A, BB, B; the last A.
+  EXPECT_EQ(reference.counts.kernel_annotation_blocks, 17u);
+  EXPECT_EQ(reference.counts.kernel_annotations_converted, 40u - 4u * 3u);
+  for (size_t size = 1; size <= pattern.size() + 1; ++size) {
+    RangeSize ranges(size);
+    for (int threads : kThreads) {
+      Compacted result = compact_in_arena(json, threads);
+      std::string what = std::to_string(size) + " events a range, " + std::to_string(threads) + " threads";
+      EXPECT_EQ(result.summary, reference.summary) << what;
+      EXPECT_TRUE(result.text == reference.text) << what;
+    }
+  }
+}
+
 // At the built-in range size: a trace just large enough for two ranges.
 TEST(ParallelPasses, BigTraceWritesWhatOneWalkWrites) {
   std::string json = passes_trace(50000);
