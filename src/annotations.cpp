@@ -199,52 +199,72 @@ bool annotation_identity(const Event& event, simdjson::dom::parser& parser, std:
 
 }  // namespace
 
-size_t coalesce_annotations(Trace& trace) {
-  // Identity: the final tid, and every other key but ts, dur and tid, by meaning. Working
-  // it out (a parse of the event) is done over ranges of events concurrently; the groups
-  // are then filled in traceEvents order.
-  const auto& events = trace.events;
-  using Identities = std::vector<std::pair<uint32_t, std::string>>;
-  std::vector<Identities> identities =
-      gather_ranges<Identities>(events.size(), [&](size_t begin, size_t end, Identities& part) {
-        simdjson::dom::parser parser;  // reused for every annotation of the range
-        std::string key;
-        for (size_t i = begin; i < end; ++i)
-          if (annotation_identity(events[i], parser, key)) part.push_back({uint32_t(i), key});
-      });
-  std::unordered_map<std::string, std::vector<uint32_t>> groups;
-  for (auto& part : identities)
-    for (auto& [i, key] : part) groups[std::move(key)].push_back(i);
-  size_t removed = 0;
-  for (auto& [identity, members] : groups) {
-    if (members.size() < 2) continue;
-    // members are in traceEvents order, so a stable sort by (start, end) is (start, end, position).
-    std::stable_sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
-      const Event &x = trace.events[a], &y = trace.events[b];
-      Ns xs = x.final_ts(), ys = y.final_ts();
-      return xs != ys ? xs < ys : xs + x.final_dur() < ys + y.final_dur();
-    });
-    size_t k = 0;
-    while (k < members.size()) {
-      Event& head = trace.events[members[k]];
-      Ns start = head.final_ts(), end = start + head.final_dur();
-      size_t next = k + 1;
-      while (next < members.size()) {
-        const Event& candidate = trace.events[members[next]];
-        if (candidate.final_ts() > end) break;
-        end = std::max(end, candidate.final_ts() + candidate.final_dur());
-        trace.events[members[next]].dropped = true;
-        ++removed;
-        ++next;
-      }
-      if (next > k + 1 && end - start != head.final_dur()) {
-        head.new_dur = end - start;
-        head.changed |= 1u << kDur;
-      }
-      k = next;
+namespace {
+
+// The annotations are grouped by identity in this many shards (by the identity's hash),
+// built and chained concurrently: a group lies in one shard, and groups touch disjoint
+// events.
+constexpr size_t kIdentityShards = 64;
+
+// One group's members (in traceEvents order) chained: each member that starts before the
+// chain so far ends is dropped into it, the chain's first stretched over it. Returns the
+// number dropped.
+size_t chain_group(Trace& trace, std::vector<uint32_t>& members) {
+  if (members.size() < 2) return 0;
+  // members are in traceEvents order, so a stable sort by (start, end) is (start, end, position).
+  std::stable_sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
+    const Event &x = trace.events[a], &y = trace.events[b];
+    Ns xs = x.final_ts(), ys = y.final_ts();
+    return xs != ys ? xs < ys : xs + x.final_dur() < ys + y.final_dur();
+  });
+  size_t removed = 0, k = 0;
+  while (k < members.size()) {
+    Event& head = trace.events[members[k]];
+    Ns start = head.final_ts(), end = start + head.final_dur();
+    size_t next = k + 1;
+    while (next < members.size()) {
+      const Event& candidate = trace.events[members[next]];
+      if (candidate.final_ts() > end) break;
+      end = std::max(end, candidate.final_ts() + candidate.final_dur());
+      trace.events[members[next]].dropped = true;
+      ++removed;
+      ++next;
     }
+    if (next > k + 1 && end - start != head.final_dur()) {
+      head.new_dur = end - start;
+      head.changed |= 1u << kDur;
+    }
+    k = next;
   }
   return removed;
+}
+
+}  // namespace
+
+size_t coalesce_annotations(Trace& trace) {
+  // Identity: the final tid, and every other key but ts, dur and tid, by meaning. Working
+  // it out (a parse of the event) is done over ranges of events concurrently, each range
+  // sorting its annotations into shards by the identity's hash; each shard's groups are
+  // then filled in traceEvents order (range after range) and chained, shards concurrently.
+  const auto& events = trace.events;
+  using Identities = std::vector<std::pair<uint32_t, std::string>>;
+  using Sharded = std::vector<Identities>;
+  std::vector<Sharded> identities = gather_ranges<Sharded>(events.size(), [&](size_t begin, size_t end, Sharded& part) {
+    part.resize(kIdentityShards);
+    simdjson::dom::parser parser;  // reused for every annotation of the range
+    std::string key;
+    for (size_t i = begin; i < end; ++i)
+      if (annotation_identity(events[i], parser, key))
+        part[std::hash<std::string>{}(key) % kIdentityShards].push_back({uint32_t(i), key});
+  });
+  std::vector<size_t> removed(kIdentityShards);
+  for_each_index(kIdentityShards, [&](size_t shard) {
+    std::unordered_map<std::string, std::vector<uint32_t>> groups;
+    for (Sharded& part : identities)
+      for (auto& [i, key] : part[shard]) groups[std::move(key)].push_back(i);
+    for (auto& [identity, members] : groups) removed[shard] += chain_group(trace, members);
+  });
+  return std::accumulate(removed.begin(), removed.end(), size_t(0));
 }
 
 namespace {
