@@ -36,6 +36,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "parallel_ranges.hpp"
 #include "restore_codec.hpp"
 #include "tsan_handoff.hpp"
 #include "tracelane/decimal_time.hpp"
@@ -103,12 +104,26 @@ class RecordEncoder {
 
   // The walk over the source's events: reads only its trace, so it may run while the
   // output's events are being written.
+  // The walk over the events, and the original's two checksums beside it (they read only
+  // the document; a whole trace's worth each, which was left to encode() before).
   void walk() {
     const Trace& trace = *source_.trace;
     if (document_.empty() && !trace.events.empty())
       throw Error(trace.source + ": internal: no original document to make restore data from");
+    for_each_index(3, [&](size_t task) {
+      if (task == 0) walk_events();
+      else if (task == 1) document_crc32_ = libdeflate_crc32(0, document_.data(), document_.size());
+      else document_xxhash64_ = xxhash64(document_);
+    });
+  }
+
+  // The record, once the output's text around its events is known (after walk()).
+  std::string encode(const OutputFrame& frame) { return pack(columns(frame)); }
+
+ private:
+  void walk_events() {
     size_t output_index = source_.first_output_index;
-    for (const Event& event : trace.events) {
+    for (const Event& event : source_.trace->events) {
       size_t here = output_index;
       if (!event.dropped) ++output_index;
       if (event.synthesised) continue;  // made by tracelane: not in the original
@@ -119,10 +134,6 @@ class RecordEncoder {
     }
   }
 
-  // The record, once the output's text around its events is known.
-  std::string encode(const OutputFrame& frame) { return pack(columns(frame)); }
-
- private:
   // Where an original lies in its document, and the text between it and the one before.
   void add_place(const Event& event) {
     const std::string& source = source_.trace->source;
@@ -247,8 +258,8 @@ class RecordEncoder {
     std::string raw;
     put_varint(raw, kFormatVersion);
     put_varint(raw, document_.size());
-    put_fixed(raw, libdeflate_crc32(0, document_.data(), document_.size()), 4);
-    put_fixed(raw, xxhash64(document_), 8);
+    put_fixed(raw, document_crc32_, 4);
+    put_fixed(raw, document_xxhash64_, 8);
     put_fixed(raw, covered, 8);
     put_varint(raw, zigzag(source_.global_rank));
     put_text(raw, source_.name_prefix);
@@ -293,6 +304,8 @@ class RecordEncoder {
   std::string_view document_;
   // The columns, in the order the record holds them.
   std::string gap_exceptions_, placement_, masks_, values_, dropped_;
+  uint32_t document_crc32_ = 0;
+  uint64_t document_xxhash64_ = 0;
   size_t originals_ = 0, exceptions_ = 0, last_exception_ = 0;
   size_t first_begin_ = 0, previous_end_ = 0;
   int64_t previous_output_ = -1;
