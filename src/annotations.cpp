@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iterator>
 #include <numeric>
 
 #include "annotations.hpp"
@@ -329,21 +328,15 @@ Event run_span(const Lane& lane, const KernelRun& run, Trace& owner) {
 
 KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lanes) {
   // Found over ranges of each lane's slices concurrently, then joined where a run goes on
-  // from one range into the next; the spans are made concurrently, each range's text
-  // kept by a trace of its own, and appended in lane and time order: what one walk over
-  // the lanes appends.
+  // from one range into the next; the spans are made concurrently and appended in lane
+  // and time order: what one walk over the lanes appends.
   struct LaneRange {
     size_t lane, begin, end;
   };
-  // Each lane's [0, size_of(lane)) cut into ranges of events_per_range, lane after lane.
-  auto cut = [&](auto size_of) {
-    std::vector<LaneRange> ranges;
-    for (size_t l = 0; l < lanes.size(); ++l)
-      for (size_t r = 0; r < range_count(size_of(l)); ++r)
-        ranges.push_back({l, r * events_per_range, std::min(size_of(l), (r + 1) * events_per_range)});
-    return ranges;
-  };
-  std::vector<LaneRange> ranges = cut([&](size_t l) { return lanes[l].slices.size(); });
+  std::vector<LaneRange> ranges;  // each lane's slices cut into ranges, lane after lane
+  for (size_t l = 0; l < lanes.size(); ++l)
+    for (size_t r = 0; r < range_count(lanes[l].slices.size()); ++r)
+      ranges.push_back({l, r * events_per_range, std::min(lanes[l].slices.size(), (r + 1) * events_per_range)});
   std::vector<RangeRuns> found(ranges.size());
   for_each_index(ranges.size(), [&](size_t r) {
     found[r] = runs_in(trace, lanes[ranges[r].lane].slices, ranges[r].begin, ranges[r].end);
@@ -360,23 +353,13 @@ KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lane
     lane_runs.insert(lane_runs.end(), next, part.runs.end());
   }
   found = {};
-  ranges = cut([&](size_t l) { return runs[l].size(); });
-  struct Spans {
-    std::vector<Event> events;
-    Trace owner;  // their text, moved into the trace's arena
-  };
-  std::vector<Spans> spans(ranges.size());
-  for_each_index(ranges.size(), [&](size_t r) {
-    const auto& [l, begin, end] = ranges[r];
-    spans[r].events.reserve(end - begin);
-    for (size_t k = begin; k < end; ++k) spans[r].events.push_back(run_span(lanes[l], runs[l][k], spans[r].owner));
+  std::vector<std::pair<const Lane*, const KernelRun*>> spans;  // lane after lane
+  for (size_t l = 0; l < lanes.size(); ++l)
+    for (const KernelRun& run : runs[l]) spans.push_back({&lanes[l], &run});
+  counts.blocks = spans.size();
+  append_made_events(trace, spans.size(), [&](size_t k, Trace& owner, std::vector<Event>& out) {
+    out.push_back(run_span(*spans[k].first, *spans[k].second, owner));
   });
-  for (Spans& part : spans) {
-    counts.blocks += part.events.size();
-    trace.events.insert(trace.events.end(), std::make_move_iterator(part.events.begin()),
-                        std::make_move_iterator(part.events.end()));
-    for (auto& text : part.owner.arena) trace.arena.push_back(std::move(text));
-  }
   return counts;
 }
 

@@ -3,13 +3,16 @@
 // events and top-level values of its own (EventBuilder, set_top_level). Private to the core.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "parallel_ranges.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
@@ -31,6 +34,29 @@ class EventBuilder {
   std::string text_ = "{";
   std::array<Span, kFieldCount> spans_{};
 };
+
+// Appends to trace.events the events make(k, owner, out) pushes onto `out` for k in
+// [0, count), in order of k: made over ranges of k concurrently, each range's text kept
+// by a scratch trace (`owner`, for EventBuilder::finish) whose arena is then moved into
+// the trace's. make() must only read `trace`.
+template <class Make>
+void append_made_events(Trace& trace, size_t count, const Make& make) {
+  constexpr size_t kMadePerRange = 4096;  // an event made costs a walk's hundreds
+  struct Made {
+    std::vector<Event> events;
+    Trace owner;
+  };
+  std::vector<Made> made((count + kMadePerRange - 1) / kMadePerRange);
+  for_each_index(made.size(), [&](size_t r) {
+    for (size_t k = r * kMadePerRange; k < std::min(count, (r + 1) * kMadePerRange); ++k)
+      make(k, made[r].owner, made[r].events);
+  });
+  for (Made& part : made) {
+    trace.events.insert(trace.events.end(), std::make_move_iterator(part.events.begin()),
+                        std::make_move_iterator(part.events.end()));
+    for (auto& text : part.owner.arena) trace.arena.push_back(std::move(text));
+  }
+}
 
 // Sets a top-level key's raw JSON value, appending the key when the trace lacks it.
 void set_top_level(Trace& trace, const std::string& key, std::string raw_value);

@@ -522,7 +522,8 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
     }
     flow.id = id;
   }
-  for (const PpFlow& flow : flows) {
+  append_made_events(trace, flows.size(), [&](size_t k, Trace& owner, std::vector<Event>& out) {
+    const PpFlow& flow = flows[k];
     std::string args = "{\"source_pp_rank\": " + std::to_string(flow.source_pp_rank) +
                        ", \"destination_pp_rank\": " + std::to_string(flow.destination_pp_rank) +
                        ", \"source_stage\": " + std::to_string(flow.source_stage) +
@@ -538,16 +539,16 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
       Ns ts = end ? flow.destination_ts : flow.source_ts;
       builder.integer("pid", pid, kPid).integer("tid", tid, kTid).time("ts", ts, kTs).integer("id", flow.id, kId);
       builder.raw("args", args);
-      Event event = builder.finish(trace);
+      Event event = builder.finish(owner);
       event.ph = end ? "f" : "s";
       event.pp_flow = true;
       event.pid = Id{Id::Kind::integer, pid};
       event.tid = Id{Id::Kind::integer, tid};
       event.id = Id{Id::Kind::integer, flow.id};
       event.ts = Time{true, true, ts};
-      trace.events.push_back(event);
+      out.push_back(event);
     }
-  }
+  });
 }
 
 }  // namespace tracelane

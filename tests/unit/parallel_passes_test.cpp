@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "event_writer.hpp"
 #include "parallel_ranges.hpp"
 #include "test_support.hpp"
 #include "tracelane/summary.hpp"
@@ -148,6 +149,35 @@ TEST(ParallelPasses, KernelRunsCutByRangesAreJoinedOnlyWhereOneWalkJoinsThem) {
       EXPECT_EQ(result.summary, reference.summary) << what;
       EXPECT_TRUE(result.text == reference.text) << what;
     }
+  }
+}
+
+// Events made concurrently (kernel runs' spans, PP arrows) are appended in the order of
+// what they were made from, whatever range made them, and their text outlives the
+// scratch traces that made it.
+TEST(ParallelPasses, MadeEventsAreAppendedInOrderAndKeepTheirText) {
+  for (int threads : kThreads) {
+    Trace trace;
+    trace.events.resize(3);  // already there: kept in front
+    const size_t count = 20000;  // several ranges of those made
+    tbb::task_arena(threads).execute([&] {
+      append_made_events(trace, count, [](size_t k, Trace& owner, std::vector<Event>& out) {
+        for (size_t copy = 0; copy < k % 3; ++copy) {  // 0, 1 or 2 events for each k
+          EventBuilder builder;
+          builder.integer("k", int64_t(k)).integer("copy", int64_t(copy));
+          out.push_back(builder.finish(owner));
+        }
+      });
+    });
+    std::vector<std::string> expected;
+    for (size_t k = 0; k < count; ++k)
+      for (size_t copy = 0; copy < k % 3; ++copy)
+        expected.push_back("{\"k\": " + std::to_string(k) + ", \"copy\": " + std::to_string(copy) + "}");
+    ASSERT_EQ(trace.events.size(), 3 + expected.size()) << threads << " threads";
+    size_t wrong = 0;
+    for (size_t i = 0; i < expected.size(); ++i) wrong += std::string_view(trace.events[3 + i].raw) != expected[i];
+    EXPECT_EQ(wrong, 0u) << threads << " threads";
+    EXPECT_EQ(trace.arena.size(), expected.size()) << threads << " threads";
   }
 }
 
