@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <set>
 
+#include "parallel_ranges.hpp"
 #include "tracelane/classify.hpp"
 #include "tracelane/rules.hpp"
 
@@ -85,21 +86,40 @@ struct Gathered {
   Ns first_start = 0, last_end = 0;
 };
 
+// The lanes' slices are read concurrently, a lane each (a lane's are in start order and
+// do not overlap), then put together group by group in lane order.
 void gather(const CompactedTrace& compacted, const Rules& rules, Gathered& out) {
   const auto& groups = rules.groups();
-  for (const Lane& lane : compacted.lanes) {
-    auto& pieces = out.by_group[lane.group_id];
-    if (lane.group >= 0 && size_t(lane.group) < groups.size()) out.labels.emplace(lane.group_id, groups[size_t(lane.group)].label);
-    for (uint32_t index : lane.slices) {
+  struct LanePieces {
+    std::vector<Piece> pieces;
+    bool any_measured = false;
+    Ns first_start = 0, last_end = 0;
+  };
+  std::vector<LanePieces> lanes(compacted.lanes.size());
+  for_each_index(lanes.size(), [&](size_t l) {
+    LanePieces& lane = lanes[l];
+    lane.pieces.reserve(compacted.lanes[l].slices.size());
+    for (uint32_t index : compacted.lanes[l].slices) {
       const Event& event = compacted.trace.events[index];
       Ns start = event.final_ts(), end = start + event.final_dur();
-      pieces.push_back({start, end});
+      lane.pieces.push_back({start, end});
       // The window is the measured slices' (SPEC 2); sync slices are clipped to it.
       if (!is_measured_cat(event.cat)) continue;
-      if (!out.any_measured || start < out.first_start) out.first_start = start;
-      if (!out.any_measured || end > out.last_end) out.last_end = end;
-      out.any_measured = true;
+      if (!lane.any_measured || start < lane.first_start) lane.first_start = start;
+      if (!lane.any_measured || end > lane.last_end) lane.last_end = end;
+      lane.any_measured = true;
     }
+  });
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    const Lane& lane = compacted.lanes[l];
+    auto& pieces = out.by_group[lane.group_id];
+    if (lane.group >= 0 && size_t(lane.group) < groups.size()) out.labels.emplace(lane.group_id, groups[size_t(lane.group)].label);
+    pieces.insert(pieces.end(), lanes[l].pieces.begin(), lanes[l].pieces.end());
+    lanes[l].pieces = {};
+    if (!lanes[l].any_measured) continue;
+    if (!out.any_measured || lanes[l].first_start < out.first_start) out.first_start = lanes[l].first_start;
+    if (!out.any_measured || lanes[l].last_end > out.last_end) out.last_end = lanes[l].last_end;
+    out.any_measured = true;
   }
 }
 
@@ -128,17 +148,24 @@ GpuFigures trace_figures(const CompactedTrace& compacted, const Rules* rules, st
   figures.window_us = us_of(end - start);
   figures.timeline.start_us = us_of(start);
   figures.timeline.end_us = us_of(end);
-  for (auto& [group, pieces] : gathered.by_group) {
+  // The groups' strips are worked out concurrently, and kept in group order.
+  std::vector<std::pair<const std::string, std::vector<Piece>>*> groups;
+  for (auto& group : gathered.by_group) groups.push_back(&group);
+  std::vector<TimelineStrip> strips(groups.size());
+  for_each_index(groups.size(), [&](size_t g) {
+    auto& [group, pieces] = *groups[g];
     std::vector<Piece> merged = union_of(std::move(pieces));
-    int busy = ten_thousandths(covered(merged, start, end), end - start);
-    figures.busy[group] = busy;
-    TimelineStrip strip;
+    TimelineStrip& strip = strips[g];
     strip.rank = rank;
     strip.pp_rank = pp_rank;
     strip.group = group;
     strip.occupancy = occupancy(merged, start, end, figures.timeline.bins);
-    strip.label = gathered.labels.count(group) ? gathered.labels[group] : group;
-    strip.busy = busy;
+    auto label = gathered.labels.find(group);
+    strip.label = label != gathered.labels.end() ? label->second : group;
+    strip.busy = ten_thousandths(covered(merged, start, end), end - start);
+  });
+  for (TimelineStrip& strip : strips) {
+    figures.busy[strip.group] = strip.busy;
     figures.timeline.strips.push_back(std::move(strip));
   }
   return figures;
