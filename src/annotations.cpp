@@ -357,8 +357,8 @@ KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lane
   for (size_t l = 0; l < lanes.size(); ++l)
     for (const KernelRun& run : runs[l]) spans.push_back({&lanes[l], &run});
   counts.blocks = spans.size();
-  append_made_events(trace, spans.size(), [&](size_t k, Trace& owner, std::vector<Event>& out) {
-    out.push_back(run_span(*spans[k].first, *spans[k].second, owner));
+  append_made_events(trace, spans.size(), 1, [&](size_t k, Trace& owner, Event* out) {
+    *out = run_span(*spans[k].first, *spans[k].second, owner);
   });
   return counts;
 }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,27 +34,24 @@ class EventBuilder {
   std::array<Span, kFieldCount> spans_{};
 };
 
-// Appends to trace.events the events make(k, owner, out) pushes onto `out` for k in
-// [0, count), in order of k: made over ranges of k concurrently, each range's text kept
-// by a scratch trace (`owner`, for EventBuilder::finish) whose arena is then moved into
-// the trace's. make() must only read `trace`.
+// Appends `per_item` events for each k in [0, count) to trace.events, in order of k:
+// make(k, owner, out) fills out[0, per_item), their slots at the vector's end. They are
+// made over ranges of k concurrently, each range's text kept by a scratch trace
+// (`owner`, for EventBuilder::finish) whose arena is then moved into the trace's; the
+// events are made in place, never copied. make() must only read the trace's events
+// before these.
 template <class Make>
-void append_made_events(Trace& trace, size_t count, const Make& make) {
+void append_made_events(Trace& trace, size_t count, size_t per_item, const Make& make) {
   constexpr size_t kMadePerRange = 4096;  // an event made costs a walk's hundreds
-  struct Made {
-    std::vector<Event> events;
-    Trace owner;
-  };
-  std::vector<Made> made((count + kMadePerRange - 1) / kMadePerRange);
-  for_each_index(made.size(), [&](size_t r) {
+  const size_t base = trace.events.size();
+  trace.events.resize(base + count * per_item);
+  std::vector<Trace> owners((count + kMadePerRange - 1) / kMadePerRange);
+  for_each_index(owners.size(), [&](size_t r) {
     for (size_t k = r * kMadePerRange; k < std::min(count, (r + 1) * kMadePerRange); ++k)
-      make(k, made[r].owner, made[r].events);
+      make(k, owners[r], trace.events.data() + base + k * per_item);
   });
-  for (Made& part : made) {
-    trace.events.insert(trace.events.end(), std::make_move_iterator(part.events.begin()),
-                        std::make_move_iterator(part.events.end()));
-    for (auto& text : part.owner.arena) trace.arena.push_back(std::move(text));
-  }
+  for (Trace& owner : owners)
+    for (auto& text : owner.arena) trace.arena.push_back(std::move(text));
 }
 
 // Sets a top-level key's raw JSON value, appending the key when the trace lacks it.

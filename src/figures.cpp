@@ -178,9 +178,9 @@ GpuFigures merged_figures(const std::vector<RankLanes>& ranks, const Rules* rule
   std::map<std::string, std::string> labels;
   bool any = false;
   Ns start = 0, end = 0;
+  for_each_index(ranks.size(), [&](size_t r) { gather(*ranks[r].compacted, used, per_rank[r]); });
   for (size_t r = 0; r < ranks.size(); ++r) {
     Gathered& g = per_rank[r];
-    gather(*ranks[r].compacted, used, g);
     for (const auto& [group, pieces] : g.by_group) groups.insert(group);
     labels.insert(g.labels.begin(), g.labels.end());
     if (!g.any_measured) continue;

@@ -522,7 +522,7 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
     }
     flow.id = id;
   }
-  append_made_events(trace, flows.size(), [&](size_t k, Trace& owner, std::vector<Event>& out) {
+  append_made_events(trace, flows.size(), 2, [&](size_t k, Trace& owner, Event* out) {
     const PpFlow& flow = flows[k];
     std::string args = "{\"source_pp_rank\": " + std::to_string(flow.source_pp_rank) +
                        ", \"destination_pp_rank\": " + std::to_string(flow.destination_pp_rank) +
@@ -546,7 +546,7 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
       event.tid = Id{Id::Kind::integer, tid};
       event.id = Id{Id::Kind::integer, flow.id};
       event.ts = Time{true, true, ts};
-      out.push_back(event);
+      out[end] = event;
     }
   });
 }
