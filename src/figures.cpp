@@ -86,8 +86,8 @@ struct Gathered {
   Ns first_start = 0, last_end = 0;
 };
 
-// The lanes' slices are read concurrently, a lane each (a lane's are in start order and
-// do not overlap), then put together group by group in lane order.
+// The lanes' slices are read concurrently, a lane each, then put together group by group
+// in lane order.
 void gather(const CompactedTrace& compacted, const Rules& rules, Gathered& out) {
   const auto& groups = rules.groups();
   struct LanePieces {

@@ -102,10 +102,10 @@ class RecordEncoder {
  public:
   explicit RecordEncoder(const RestoreSource& source) : source_(source), document_(source.trace->document) {}
 
-  // The walk over the source's events: reads only its trace, so it may run while the
-  // output's events are being written.
-  // The walk over the events, and the original's two checksums beside it (they read only
-  // the document; a whole trace's worth each, which was left to encode() before).
+  // The walk over the source's events, and the original's two checksums beside it: reads
+  // only its trace, so it may run while the output's events are being written. (The
+  // checksums, a pass over the whole original each, were left to encode(), after every
+  // block was out.)
   void walk() {
     const Trace& trace = *source_.trace;
     if (document_.empty() && !trace.events.empty())
