@@ -11,6 +11,7 @@
 #include "event_writer.hpp"
 #include "parallel_ranges.hpp"
 #include "test_support.hpp"
+#include "tracelane/figures.hpp"
 #include "tracelane/summary.hpp"
 
 namespace tracelane::testing {
@@ -75,14 +76,17 @@ std::string passes_trace(int kernels) {
 struct Compacted {
   std::string text, summary;
   CompactSummary counts;
+  std::string figures;  // the GPU figures (worked out over lanes and groups concurrently)
 };
 
 Compacted compact_in_arena(const std::string& json, int threads) {
   std::optional<Compacted> result;
   tbb::task_arena(threads).execute([&] {
     CompactedTrace compacted = compact_trace(parse_trace(json, "test.json"), {});
+    JsonValue figures = JsonValue::object();
+    add_figures_json(figures, trace_figures(compacted, nullptr, 0, std::nullopt));
     result.emplace(Compacted{write_compacted(compacted), compaction_summary(compacted.summary, true).dump(-1),
-                             compacted.summary});
+                             compacted.summary, figures.dump(-1)});
   });
   return std::move(*result);
 }
@@ -107,6 +111,7 @@ TEST(ParallelPasses, ManyRangesWriteWhatOneWalkWrites) {
   EXPECT_GT(reference.counts.kernel_annotation_blocks, 0u);
   EXPECT_GT(reference.counts.slice_groups.count("sync"), 0u);
   EXPECT_GT(reference.counts.pp.compute_dependency_pairs, 0u);
+  EXPECT_NE(reference.figures.find("\"group\": \"sync\""), std::string::npos) << reference.figures;  // two groups
   for (size_t size : {size_t(1), size_t(97), size_t(1000)}) {
     RangeSize ranges(size);
     for (int threads : kThreads) {
@@ -114,6 +119,7 @@ TEST(ParallelPasses, ManyRangesWriteWhatOneWalkWrites) {
       std::string what = std::to_string(size) + " events a range, " + std::to_string(threads) + " threads";
       EXPECT_EQ(result.summary, reference.summary) << what;
       EXPECT_TRUE(result.text == reference.text) << what;
+      EXPECT_EQ(result.figures, reference.figures) << what;
     }
   }
 }
