@@ -91,17 +91,36 @@ Compacted compact_in_arena(const std::string& json, int threads) {
   return std::move(*result);
 }
 
+// What one walk over all the events writes: one range, one thread.
+Compacted one_walk(const std::string& json) {
+  RangeSize one(kOneRange);
+  return compact_in_arena(json, 1);
+}
+
+// With ranges of each of `sizes` events (kBuiltInRanges: events_per_range as built), in
+// arenas of 1, 2 and 4 threads: the reference's text, summary and figures.
+constexpr size_t kBuiltInRanges = 0;
+void expect_one_walks_output(const std::string& json, const Compacted& reference, const std::vector<size_t>& sizes) {
+  for (size_t size : sizes) {
+    std::optional<RangeSize> ranges;
+    if (size != kBuiltInRanges) ranges.emplace(size);
+    for (int threads : kThreads) {
+      Compacted result = compact_in_arena(json, threads);
+      std::string what = std::to_string(size) + " events a range, " + std::to_string(threads) + " threads";
+      EXPECT_EQ(result.summary, reference.summary) << what;
+      EXPECT_TRUE(result.text == reference.text) << what;
+      EXPECT_EQ(result.figures, reference.figures) << what;
+    }
+  }
+}
+
 std::string error_in_arena(const std::string& json, int threads) {
   return error_message([&] { compact_in_arena(json, threads); });
 }
 
 TEST(ParallelPasses, ManyRangesWriteWhatOneWalkWrites) {
   std::string json = passes_trace(6000);
-  Compacted reference;
-  {
-    RangeSize one(kOneRange);
-    reference = compact_in_arena(json, 1);
-  }
+  Compacted reference = one_walk(json);
   // The trace gives every split pass work, so that the comparison means something.
   EXPECT_GT(reference.counts.compacted_lanes, 1u);
   EXPECT_GT(reference.counts.cuda_graph_launches, 0u);
@@ -112,16 +131,7 @@ TEST(ParallelPasses, ManyRangesWriteWhatOneWalkWrites) {
   EXPECT_GT(reference.counts.slice_groups.count("sync"), 0u);
   EXPECT_GT(reference.counts.pp.compute_dependency_pairs, 0u);
   EXPECT_NE(reference.figures.find("\"group\": \"sync\""), std::string::npos) << reference.figures;  // two groups
-  for (size_t size : {size_t(1), size_t(97), size_t(1000)}) {
-    RangeSize ranges(size);
-    for (int threads : kThreads) {
-      Compacted result = compact_in_arena(json, threads);
-      std::string what = std::to_string(size) + " events a range, " + std::to_string(threads) + " threads";
-      EXPECT_EQ(result.summary, reference.summary) << what;
-      EXPECT_TRUE(result.text == reference.text) << what;
-      EXPECT_EQ(result.figures, reference.figures) << what;
-    }
-  }
+  expect_one_walks_output(json, reference, {1, 97, 1000});
 }
 
 // Kernel runs on one lane, where a range may end inside a run, between two runs of one
@@ -138,24 +148,14 @@ TEST(ParallelPasses, KernelRunsCutByRangesAreJoinedOnlyWhereOneWalkJoinsThem) {
                                 (name.empty() ? "" : ", \"name\": \"" + name + "\"")));
   }
   std::string json = trace_json(events);
-  Compacted reference;
-  {
-    RangeSize one(kOneRange);
-    reference = compact_in_arena(json, 1);
-  }
+  Compacted reference = one_walk(json);
   EXPECT_EQ(reference.counts.compacted_lanes, 1u);
   // AA, A, BB, B; then three times the last A joined with the next AA, A, BB, B; the last A.
   EXPECT_EQ(reference.counts.kernel_annotation_blocks, 17u);
   EXPECT_EQ(reference.counts.kernel_annotations_converted, 40u - 4u * 3u);
-  for (size_t size = 1; size <= pattern.size() + 1; ++size) {
-    RangeSize ranges(size);
-    for (int threads : kThreads) {
-      Compacted result = compact_in_arena(json, threads);
-      std::string what = std::to_string(size) + " events a range, " + std::to_string(threads) + " threads";
-      EXPECT_EQ(result.summary, reference.summary) << what;
-      EXPECT_TRUE(result.text == reference.text) << what;
-    }
-  }
+  std::vector<size_t> sizes;
+  for (size_t size = 1; size <= pattern.size() + 1; ++size) sizes.push_back(size);
+  expect_one_walks_output(json, reference, sizes);
 }
 
 // Events made concurrently (kernel runs' spans, PP arrows) are appended in the order of
@@ -190,16 +190,7 @@ TEST(ParallelPasses, MadeEventsAreAppendedInOrderAndKeepTheirText) {
 // At the built-in range size: a trace just large enough for two ranges.
 TEST(ParallelPasses, BigTraceWritesWhatOneWalkWrites) {
   std::string json = passes_trace(50000);
-  Compacted reference;
-  {
-    RangeSize one(kOneRange);
-    reference = compact_in_arena(json, 1);
-  }
-  for (int threads : kThreads) {
-    Compacted result = compact_in_arena(json, threads);
-    EXPECT_EQ(result.summary, reference.summary) << threads << " threads";
-    EXPECT_TRUE(result.text == reference.text) << threads << " threads";
-  }
+  expect_one_walks_output(json, one_walk(json), {kBuiltInRanges});
 }
 
 // Two bad slices far apart: the first one in traceEvents order is reported, as a walk over
