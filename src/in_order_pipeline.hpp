@@ -13,12 +13,6 @@
 
 namespace tracelane {
 
-// Calls make(k) for every k in [0, items), concurrently in the caller's TBB arena, and
-// put(k) for each in order of k, as soon as it and those before it are made; at most two
-// items a thread are in flight. Items are numbers: what make(k) produces waits in the
-// caller's own slot k until put(k) takes it, so an exception (from make or put), which
-// stops the rest and is rethrown, leaves no owning object in the pipeline's buffers; the
-// slots made but never put are the caller's again to free.
 // Hands a stage's writes on when the stage ends, also by an exception (a make or a put
 // that throws has written too: the caller frees what it wrote).
 struct ReleaseOnExit {
@@ -26,6 +20,12 @@ struct ReleaseOnExit {
   ~ReleaseOnExit() { tsan_release(tag); }
 };
 
+// Calls make(k) for every k in [0, items), concurrently in the caller's TBB arena, and
+// put(k) for each in order of k, as soon as it and those before it are made; at most two
+// items a thread are in flight. Items are numbers: what make(k) produces waits in the
+// caller's own slot k until put(k) takes it, so an exception (from make or put), which
+// stops the rest and is rethrown, leaves no owning object in the pipeline's buffers; the
+// slots made but never put are the caller's again to free.
 template <class Make, class Put>
 void in_order_pipeline(size_t items, const Make& make, const Put& put) {
   // The hand-offs, for TSan (tsan_handoff.hpp): this thread -> the input stage (`next`),
