@@ -245,22 +245,34 @@ size_t coalesce_annotations(Trace& trace) {
   // it out (a parse of the event) is done over ranges of events concurrently, each range
   // sorting its annotations into shards by the identity's hash; each shard's groups are
   // then filled in traceEvents order (range after range) and chained, shards concurrently.
+  // An identity's hash is worked out once, in its range: it picks the shard and is the
+  // shard's map's hash.
+  struct Identity {
+    std::string text;
+    size_t hash = 0;
+    bool operator==(const Identity& other) const { return hash == other.hash && text == other.text; }
+  };
+  struct HashOf {
+    size_t operator()(const Identity& identity) const { return identity.hash; }
+  };
   const auto& events = trace.events;
-  using Identities = std::vector<std::pair<uint32_t, std::string>>;
+  using Identities = std::vector<std::pair<uint32_t, Identity>>;
   using Sharded = std::vector<Identities>;
   std::vector<Sharded> identities = gather_ranges<Sharded>(events.size(), [&](size_t begin, size_t end, Sharded& part) {
     part.resize(kIdentityShards);
     simdjson::dom::parser parser;  // reused for every annotation of the range
     std::string key;
     for (size_t i = begin; i < end; ++i)
-      if (annotation_identity(events[i], parser, key))
-        part[std::hash<std::string>{}(key) % kIdentityShards].push_back({uint32_t(i), key});
+      if (annotation_identity(events[i], parser, key)) {
+        size_t hash = std::hash<std::string>{}(key);
+        part[hash % kIdentityShards].push_back({uint32_t(i), Identity{key, hash}});
+      }
   });
   std::vector<size_t> removed(kIdentityShards);
   for_each_index(kIdentityShards, [&](size_t shard) {
-    std::unordered_map<std::string, std::vector<uint32_t>> groups;
+    std::unordered_map<Identity, std::vector<uint32_t>, HashOf> groups;
     for (Sharded& part : identities)
-      for (auto& [i, key] : part[shard]) groups[std::move(key)].push_back(i);
+      for (auto& [i, identity] : part[shard]) groups[std::move(identity)].push_back(i);
     for (auto& [identity, members] : groups) removed[shard] += chain_group(trace, members);
   });
   return std::accumulate(removed.begin(), removed.end(), size_t(0));
