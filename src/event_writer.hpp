@@ -42,7 +42,9 @@ class EventBuilder {
 // before these.
 template <class Make>
 void append_made_events(Trace& trace, size_t count, size_t per_item, const Make& make) {
-  constexpr size_t kMadePerRange = 4096;  // an event made costs a walk's hundreds
+  // Smaller than a walk's ranges (events_per_range): a trace's arrows or kernel runs are
+  // tens of thousands, which at 64 Ki a range would be made on one thread.
+  constexpr size_t kMadePerRange = 4096;
   const size_t base = trace.events.size();
   trace.events.resize(base + count * per_item);
   std::vector<Trace> owners((count + kMadePerRange - 1) / kMadePerRange);
