@@ -56,13 +56,13 @@ bool legacy_stream_tid(const Event& event) {
 // What the passes share: the trace being compacted, the rules, and what the passes build
 // (the slices, the lanes and their tids, the summary), which compact_trace returns.
 struct Compaction {
-  Compaction(CompactedTrace& out, const CompactOptions& options)
-      : out(out),
-        trace(out.trace),
-        summary(out.summary),
-        rules(options.rules ? *options.rules : Rules::defaults()),
-        options(options),
-        timings(options.timings) {}
+  Compaction(CompactedTrace& result, const CompactOptions& compact_options)
+      : out(result),
+        trace(result.trace),
+        summary(result.summary),
+        rules(compact_options.rules ? *compact_options.rules : Rules::defaults()),
+        options(compact_options),
+        timings(compact_options.timings) {}
 
   CompactedTrace& out;       // lanes, track_tids and pid_tracks are filled in by the passes
   Trace& trace;              // out.trace, compacted in place
@@ -311,7 +311,10 @@ void annotate_kernel_runs(Compaction& c) {
 std::vector<PidTracks> pid_tracks_of(const std::vector<Lane>& lanes) {
   std::vector<PidTracks> result;
   for (const Lane& lane : lanes) {
-    if (result.empty() || result.back().pid != lane.pid) result.push_back({lane.pid});
+    if (result.empty() || result.back().pid != lane.pid) {
+      result.emplace_back();
+      result.back().pid = lane.pid;
+    }
     PidTracks& tracks = result.back();
     if (lane.group_id == "compute" && lane.number == 0) {
       tracks.main_compute_track = lane.annotation_tid;

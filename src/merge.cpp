@@ -64,8 +64,8 @@ struct MergeRank {
 
 // What the steps share.
 struct Merge {
-  Merge(std::vector<MergeInput>& inputs, const Rules* rules, Timings* timings)
-      : inputs(inputs), rules(rules), timings(timings), summary(result.summary) {}
+  Merge(std::vector<MergeInput>& merge_inputs, const Rules* rank_rules, Timings* pass_timings)
+      : inputs(merge_inputs), rules(rank_rules), timings(pass_timings), summary(result.summary) {}
 
   std::vector<MergeInput>& inputs;
   const Rules* rules;  // which annotations are PP actions; null: built-in

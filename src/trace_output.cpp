@@ -164,7 +164,7 @@ std::string trace_text(const TraceText& text) {
   std::vector<Block> blocks = plan_blocks(text, kGzipMemberBytes);
   size_t bound = frame.head.size() + frame.tail.size();
   for (const Block& block : blocks) bound += block.bound;
-  if (text.restore_data) bound += bound / 16 + 4096;  // a small fraction (bench/README.md)
+  if (text.restore_data) bound += bound / 16 + 4096;  // a small fraction (docs/restore.md)
   std::string out;
   out.reserve(bound);  // pages not written cost no memory; never copied as it grows
   std::atomic<double> unused{0};
@@ -259,7 +259,7 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   if (restore) {
     Timings::Scope scope(timings, "restore data");  // what is left of it once the blocks are out
     walks.wait();
-    for (const char& walk : walked) tsan_acquire(&walk);
+    for (const char& walked_one : walked) tsan_acquire(&walked_one);
     std::string head = frame.head + "  ";  // the output up to the first event's '{'
     OutputFrame around;
     around.head = written > 0 ? std::string_view(head) : std::string_view();

@@ -54,9 +54,8 @@ constexpr size_t kLargestDocumentBytes = kSimdjsonMaxDocument - (size_t(16) << 2
 constexpr size_t kChunkBytes = size_t(256) << 20;
 // By default a document above this size is read in chunks of this size, not only above
 // simdjson's limit: simdjson indexes a whole document before reading it (4 bytes per
-// token), and an index of hundreds of MB costs memory and page faults. Measured on a
-// 493 MB generated trace (bench/README.md): parse peak RSS 1583 -> 1229 MB, and parse
-// time 2.0-3.4 s -> 1.2-1.5 s, with 64 MB chunks.
+// token), and an index of hundreds of MB costs memory and page faults: 64 MB chunks made
+// a large trace's parse faster and its peak lower (bench/README.md, "64 MB parse chunks").
 constexpr size_t kDefaultChunkedAbove = size_t(64) << 20;
 
 // With more than one thread, the chunks are read concurrently, about kChunksPerThread a
@@ -65,12 +64,10 @@ constexpr size_t kDefaultChunkedAbove = size_t(64) << 20;
 // threads idle, and small chunks keep each thread's simdjson parser small (its index is
 // ~4 bytes per token of the largest chunk it read). A document below the usual limit is
 // chunked with kThreadsToChunkSmallDocuments threads or more (a trace parsed beside
-// others, kThreadsToChunkSmallDocumentsBesideOthers). While the scan it needs was serial
-// (~0.45 of a one-shot read), two threads saved nothing (the 54 MB mi300 trace: 0.120 s
-// one-shot, 0.123 s chunked; bench/README.md, "Parsing one trace's chunks concurrently");
-// with the scan in segments too, the whole compaction of that trace with two threads takes
-// 0.86x the time it took one-shot (bench/README.md, "The scan in segments"). Beside other
-// traces the scan's CPU is a cost with no idle thread to repay it, as before.
+// others, kThreadsToChunkSmallDocumentsBesideOthers). While the scan it needs was serial,
+// two threads saved nothing on such a document; with the scan in segments they do
+// (bench/README.md, "Parsing one trace's chunks concurrently", which has the figures).
+// Beside other traces the scan's CPU is a cost with no idle thread to repay it.
 constexpr size_t kConcurrentChunkedAbove = size_t(4) << 20;
 constexpr int kThreadsToChunkSmallDocuments = 2;
 constexpr int kThreadsToChunkSmallDocumentsBesideOthers = 4;
@@ -78,8 +75,8 @@ constexpr size_t kChunksPerThread = 8;
 constexpr size_t kSmallestConcurrentChunk = size_t(1) << 20;
 // The scan before a chunked read, with more than one thread: segments of the list scanned
 // concurrently (Scanner::plan), about kSegmentsPerThread a thread, each at least
-// kSmallestSegment. The scan of a 493 MB trace took 0.4-0.7 s on one thread, ~0.1 of
-// the whole compaction's CPU, all of it before the chunks could be read.
+// kSmallestSegment. On one thread the whole scan runs before any chunk can be read, while
+// the other threads wait (bench/README.md, "The scan in segments").
 constexpr size_t kSegmentsPerThread = 4;
 constexpr size_t kSmallestSegment = size_t(4) << 20;
 
@@ -94,9 +91,7 @@ struct ChunkedEvents {
   size_t checked = 0;  // chunks simdjson's first stage has accepted
 
   // After an error elsewhere: the error the one-shot path would report first, if any.
-  void check_remaining(const std::string& source) {
-    throw_first_stage_error(document, allocated, plan, checked, source);
-  }
+  void check_remaining() { throw_first_stage_error(document, allocated, plan, checked, source); }
 
   // Reads every chunk: concurrently when the arena has threads to spare, or in order.
   void read(Trace& trace, size_t& index) {
@@ -173,7 +168,7 @@ struct ChunkedEvents {
       ChunkBrackets brackets(document, begin, end);
       GrammarCheck check(document, source);
       StringKeeper strings(results[k].arena);
-      EventReader reader(check, strings);
+      EventReader chunk_reader(check, strings);
       od::document doc;
       if (auto error = parsers.local().iterate(document + begin, end - begin + 1, allocated - begin).get(doc))
         check.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
@@ -182,7 +177,7 @@ struct ChunkedEvents {
       Event* slot = trace.events.data() + first_event + (first_index[k] - index);
       Event* slots_end = slot + plan.chunk_events[k];
       size_t event_index = first_index[k];
-      read_events(reader, doc, events, event_index, results[k].max_int_tid,
+      read_events(chunk_reader, doc, events, event_index, results[k].max_int_tid,
                   [&]() -> Event* { return slot < slots_end ? slot++ : nullptr; });
       if (slot != slots_end) check.fail("fewer events in a chunk than the scanner counted", nullptr);
     };
@@ -374,7 +369,7 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
     try {
       parse_document(trace, top.data(), top_length, top.size(), length, top_reader, &chunked_events);
     } catch (const Error&) {
-      chunked_events.check_remaining(trace.source);
+      chunked_events.check_remaining();
       throw;
     }
   }

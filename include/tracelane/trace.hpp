@@ -189,8 +189,8 @@ struct Event {
   std::string_view arg_name_raw() const { return synthesised ? std::string_view() : value_text(kArgName); }
 
   bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
-  void set_tid(int64_t tid, bool also_stream) {
-    new_tid = tid;
+  void set_tid(int64_t lane_tid, bool also_stream) {
+    new_tid = lane_tid;
     changed |= 1u << kTid;
     if (also_stream) changed |= 1u << kStream;
   }

@@ -694,10 +694,11 @@ void check_other_events(const Document& original, const Document& compacted, con
 
 void check_top_level(const Document& original, const Document& compacted, CheckReport& report, Recorder& rec) {
   std::map<std::string, std::string> after(compacted.top.begin(), compacted.top.end());
-  for (const auto& [key, value] : original.top) {
+  for (const auto& entry : original.top) {  // not a structured binding: clang 14 cannot capture one
+    const std::string& key = entry.first;
     ++report.top_level_keys_checked;
     auto it = after.find(key);
-    if (it != after.end() && it->second == value) continue;
+    if (it != after.end() && it->second == entry.second) continue;
     rec.add(ViolationKind::changed_top_level, false, -1, [&] {
       return "top-level key '" + shorten(key) + (it == after.end() ? "' is missing in COMPACTED" : "' changed in COMPACTED");
     });

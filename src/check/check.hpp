@@ -75,7 +75,7 @@ struct CheckReport {
 // A file that is not JSON or not a trace object with a traceEvents array.
 class CheckInputError : public std::runtime_error {
  public:
-  CheckInputError(bool in_compacted, const std::string& what) : std::runtime_error(what), in_compacted(in_compacted) {}
+  CheckInputError(bool compacted, const std::string& what) : std::runtime_error(what), in_compacted(compacted) {}
   bool in_compacted;
 };
 

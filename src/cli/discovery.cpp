@@ -151,9 +151,9 @@ struct Walker {
       }
       long long rank = 0;
       struct stat link {};
-      bool through_link = !S_ISDIR(entry.st_mode) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+      bool name_is_link = !S_ISDIR(entry.st_mode) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
                           S_ISLNK(link.st_mode);
-      if (through_link && is_sweep_input_name(name, nullptr) && link.st_uid != ::geteuid()) {
+      if (name_is_link && is_sweep_input_name(name, nullptr) && link.st_uid != ::geteuid()) {
         // Another user's link could make us read (with our rights) a file they cannot, and
         // write its compacted copy where they can read it.
         problem(join(rel, name), "symlink owned by another user (not followed)", false);
@@ -179,9 +179,7 @@ struct Walker {
           estimate = estimate_uncompressed_bytes(file_fd, size);
         ::close(file_fd);
       }
-      RankFile file{dir / name, rank, size, estimate};
-      file.identity = identity_of(entry);
-      file.through_link = through_link;
+      RankFile file{dir / name, rank, size, estimate, identity_of(entry), name_is_link};
       iteration.ranks.push_back(std::move(file));
     }
     if (!iteration.ranks.empty()) {

@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(
                     {{kBig - 10, kBig + 1}, {kBig + 1, kBig + 5}, {kBig, kBig + 2}},
                     2,
                     {0, 0, 1}}),
-    [](const ::testing::TestParamInfo<PackingCase>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<PackingCase>& case_info) { return std::string(case_info.param.name); });
 
 // --- classification (SPEC 3) ----------------------------------------------------------
 

@@ -213,7 +213,9 @@ TEST(WriteAtomically, FiguresTheFileSystemHasNoRoomForAreLeftOutNotTheOutput) {
   else
     std::cout << "(this file system refused a " << figures.size() << "-byte attribute: output written without it)\n";
   // Nor is an attribute larger than the reader's bound read.
-  if (stored) EXPECT_FALSE(read_attribute(output, kFiguresAttribute, kFiguresRecordMax - 1).has_value());
+  if (stored) {
+    EXPECT_FALSE(read_attribute(output, kFiguresAttribute, kFiguresRecordMax - 1).has_value());
+  }
 }
 
 TEST(WriteAtomically, AnOutputIsNeverMoreReadableThanItsInputs) {

@@ -81,8 +81,9 @@ TEST(TraceJob, TheStepsGiveWhatTheCoreGivesAndAreTimedByName) {
                                      job.recipe(true), job, [](uint64_t size) { return OutputRecords{std::to_string(size), ""}; });
   EXPECT_EQ(read_trace_bytes(output), text);
   EXPECT_EQ(bytes, fs::file_size(output));
-  if (auto record = read_record(output))  // a file system without user extended attributes keeps none
+  if (auto record = read_record(output)) {  // a file system without user extended attributes keeps none
     EXPECT_EQ(*record, std::to_string(bytes));
+  }
   EXPECT_EQ(identity.size, uint64_t(rank_trace(0).size()));
   EXPECT_EQ(rank_of(input, compacted), std::optional<int64_t>(0));
   EXPECT_EQ(phase_names(timings),
@@ -114,8 +115,9 @@ TEST(TraceJob, MergeAndWriteStoresTheRecordsItIsGivenOnceTheSizeIsKnown) {
   EXPECT_EQ(merged.output_bytes, fs::file_size(output));
   EXPECT_EQ(seen_bytes, merged.output_bytes);
   auto record = read_record(output);
-  if (record)  // a file system without user extended attributes keeps none
+  if (record) {  // a file system without user extended attributes keeps none
     EXPECT_EQ(*record, "row " + std::to_string(seen_bytes));
+  }
   std::vector<std::string> names = phase_names(timings);
   EXPECT_EQ(names.back(), "merge");
 }
