@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "printable.hpp"
+#include "tree_lock.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/trace.hpp"
 
@@ -313,6 +314,19 @@ void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_v
   if (synced != 0 || closed != 0) {
     ::unlink(tmp_.c_str());
     throw Error(path_.string() + ": cannot write output: " + std::strerror(synced != 0 ? sync_error : close_error));
+  }
+  fs::path dir = path_.parent_path();
+  DirectoryLock lock;
+  std::string why_unlocked;
+  (void)lock.take(dir.empty() ? fs::path(".") : dir, why_unlocked);  // unlocked: the check below still holds
+  for (const NamedIdentity& input : inputs_) {
+    if (input.path.empty() || input.identity == FileIdentity{}) continue;
+    struct stat now {};
+    if (::stat(input.path.c_str(), &now) != 0 || !(identity_of(now) == input.identity)) {
+      ::unlink(tmp_.c_str());
+      throw InputChanged(path_.string() + ": not written: its input " + input.path.string() +
+                         " was removed or changed since it was read");
+    }
   }
   if (overwrite) {
     if (::rename(tmp_.c_str(), path_.c_str()) != 0) {

@@ -122,6 +122,10 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file);
 struct NamedIdentity {
   std::string name;  // the input's file name (rank<N>_trace.json[.gz])
   FileIdentity identity;
+  // Where it was read: AtomicOutput::commit checks, under the output directory's lock,
+  // that the file there is still the one read before it puts the output in place (empty,
+  // or no identity: not checked).
+  fs::path path = {};
 };
 // `recipe` (output_recipe) goes into that record too.
 void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite,
@@ -133,6 +137,10 @@ void write_atomically(const fs::path& path, const std::string& bytes, bool overw
 // and commit() stores the attributes, syncs and puts it in place exactly as
 // write_atomically does. Destroyed without a commit (an exception on the way), it removes
 // the temporary: no output is ever half-written under its name.
+// commit() takes the output directory's DirectoryLock (tree_lock.hpp) and, under it, checks
+// that every input with a path is still the file read (device, inode, size, mtime): one
+// removed or rewritten since (another sweep verified its copy and removed it, a job wrote
+// it again) is InputChanged, and the output already there is left as it is.
 class AtomicOutput {
  public:
   AtomicOutput(const fs::path& path, const std::vector<NamedIdentity>& inputs);

@@ -27,6 +27,7 @@ MergeInput compact_rank(const fs::path& file, NamedIdentity& identity, const Job
   ReadOptions read;
   read.regular_only = true;
   identity.name = file.filename().string();
+  identity.path = file;
   std::string json = read_step(file, identity.identity, read, job);
   Trace trace = parse_step(std::move(json), file, job, true);  // the ranks are compacted concurrently
   return {file.filename().string(), compact_step(std::move(trace), job, false)};

@@ -13,7 +13,9 @@
 //      directory and read again, with the same identity before and after; the copy beside
 //      it is opened the same way (a regular file of ours), and restore_original() of it,
 //      in memory, must equal the original's text byte for byte;
-//   3. per iteration, all files or none: every file verified is checked once more
+//   3. per iteration, all files or none, under the directory's lock (DirectoryLock: a
+//      writer that read an original earlier cannot put its copy in place once the
+//      original is gone): every file verified is checked once more
 //      (fstatat, AT_SYMLINK_NOFOLLOW), then each is checked again just before
 //      unlinkat(dirfd, name, 0). Removing part of an iteration would make the next sweep
 //      merge the ranks that are left and replace the merged output of all of them.
@@ -37,6 +39,7 @@
 #include "printable.hpp"
 #include "report.hpp"
 #include "memory_budget.hpp"
+#include "tree_lock.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/restore.hpp"
 
@@ -113,8 +116,8 @@ struct Check {
   uint64_t estimate = 0;  // larger: a better estimate
   FileIdentity copy;      // verified: the copy that restored it (checked again before removal)
 };
-Check kept(std::string reason) { return {Check::kept, std::move(reason)}; }
-Check unfaithful(std::string reason) { return {Check::unfaithful, "restore differs: " + std::move(reason)}; }
+Check kept(std::string reason) { return {Check::kept, std::move(reason), 0, {}}; }
+Check unfaithful(std::string reason) { return {Check::unfaithful, "restore differs: " + std::move(reason), 0, {}}; }
 
 // Step 2 of the file comment, holding at most about kVerifyFactor x `max_bytes`, the
 // original's admitted (uncompressed) size.
@@ -196,7 +199,7 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
                         " from byte " + std::to_string(at));
     }
   } catch (const LargerThanAdmitted& e) {
-    return {Check::larger, {}, std::max(e.estimate, max_bytes * 2)};
+    return {Check::larger, {}, std::max(e.estimate, max_bytes * 2), {}};
   } catch (const std::bad_alloc&) {
     return kept("out of memory while verifying");
   } catch (const std::exception& e) {
@@ -272,7 +275,8 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
   // Removal, per iteration: all or none (the file comment says why).
   std::map<size_t, std::vector<size_t>> iterations;
   for (size_t i = 0; i < files.size(); ++i) iterations[files[i].iteration].push_back(i);
-  for (const auto& [iteration, members] : iterations) {
+  for (const auto& entry : iterations) {  // not a structured binding: clang 14 cannot capture one
+    const std::vector<size_t>& members = entry.second;
     auto keep_all = [&](size_t because) {
       for (size_t i : members)
         if (checks[i].kind == Check::verified)
@@ -284,6 +288,20 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
       if (checks[i].kind != Check::verified && blocker == SIZE_MAX) blocker = i;
     if (blocker != SIZE_MAX) {
       keep_all(blocker);
+      continue;
+    }
+    // The directory's lock, from the last checks to the unlinks: a writer that read one of
+    // these originals earlier (a sweep of a nested ROOT, a shard run of another count, a
+    // compact) checks under the same lock that its input is still there and unchanged
+    // before it puts its copy in place (AtomicOutput::commit). So no copy lands over a
+    // verified one after its original is gone, and one that landed before is seen below.
+    DirectoryLock lock;
+    std::string unlocked;
+    if (lock.take(files[members.front()].dir, unlocked) != TreeLock::Outcome::locked) {
+      for (size_t i : members) {
+        verdicts[i].reason = "cannot lock its directory, so another writer could replace the copy: " + unlocked;
+        checks[i].kind = Check::kept;
+      }
       continue;
     }
     Fd dir{::open(files[members.front()].dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};

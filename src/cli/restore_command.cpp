@@ -83,7 +83,7 @@ int run_restore(int argc, char** argv) {
     }
     std::string original = restore_original(std::move(text), input.string(), record);
     std::string bytes = encode_for(output, std::move(original), shared.level);
-    write_atomically(output, bytes, shared.overwrite, {}, {{input.filename().string(), identity}});
+    write_atomically(output, bytes, shared.overwrite, {}, {{input.filename().string(), identity, input}});
     JsonValue summary = JsonValue::object();
     summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
     if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));

@@ -59,7 +59,8 @@ class Sweep {
  public:
   Sweep(const SweepOptions& options, SweepPlan& plan) : options_(options), ranks_(plan.ranks), iterations_(plan.iterations) {}
 
-  // Runs the graph; returns the rows, sorted.
+  // Runs the graph over the plan's tasks. It returns nothing: each rank task's row and each
+  // iteration's merge row is filled in place (plan_rows collects and sorts them afterwards).
   void run() {
     size_t files = 0;
     uint64_t bytes = 0;
@@ -240,7 +241,7 @@ class Sweep {
         // Written before the merge, which renumbers the trace in place.
         Row done = task.row;  // the row only once the output is in place
         write_output_step(task.output, compacted_text(*task.compacted), true,
-                          {{task.file->path.filename().string(), task.read_identity}}, recipe_, options_.job,
+                          {{task.file->path.filename().string(), task.read_identity, task.file->path}}, recipe_, options_.job,
                           [&](uint64_t output_bytes) {
                             done.set("output_bytes", int64_t(output_bytes)).set("status", std::string("ok"));
                             return OutputRecords{row_record(done), figures_record(done)};
@@ -303,7 +304,7 @@ class Sweep {
       guard_output(iteration.merged_output, rank_paths, true);
       for (size_t r : iteration.ranks) {
         RankTask& task = *ranks_[r];
-        identities.push_back({task.file->path.filename().string(), task.read_identity});
+        identities.push_back({task.file->path.filename().string(), task.read_identity, task.file->path});
         inputs.push_back({task.file->path.filename().string(), std::move(*task.compacted)});
         task.compacted.reset();
       }

@@ -38,7 +38,7 @@ namespace {
 
 std::vector<NamedIdentity> named(const std::vector<const RankFile*>& inputs) {
   std::vector<NamedIdentity> out;
-  for (const RankFile* input : inputs) out.push_back({input->path.filename().string(), input->identity});
+  for (const RankFile* input : inputs) out.push_back({input->path.filename().string(), input->identity, input->path});
   return out;
 }
 int64_t size_of(const fs::path& path) {

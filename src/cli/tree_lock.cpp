@@ -33,39 +33,58 @@ TreeLock::~TreeLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-TreeLock::Outcome TreeLock::take(const boost::filesystem::path& root, bool shared, std::string& message) {
-  const std::string path = (root / ".tracelane.lock").string();
-  const int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+namespace {
+
+// Opens the lock file `path` as the file comment says. `outcome` is locked when it is open
+// (not yet locked), else why not; `consequence` ends an "unlocked" message.
+struct LockFile {
+  int fd = -1;
   bool created = false, writable = false;
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | flags, 0644);
-  if (fd_ >= 0) {
-    created = writable = true;
+  struct stat st {};
+};
+TreeLock::Outcome open_lock_file(const std::string& path, LockFile& file, std::string& message,
+                                 const char* consequence, const char* remove_to) {
+  const int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  file.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | flags, 0644);
+  if (file.fd >= 0) {
+    file.created = file.writable = true;
   } else if (errno == EEXIST) {
-    fd_ = ::open(path.c_str(), O_RDWR | flags);
-    writable = fd_ >= 0;
-    if (fd_ < 0 && errno != ELOOP) fd_ = ::open(path.c_str(), O_RDONLY | flags);  // another user's, a directory
-    if (fd_ < 0) {
+    file.fd = ::open(path.c_str(), O_RDWR | flags);
+    file.writable = file.fd >= 0;
+    if (file.fd < 0 && errno != ELOOP) file.fd = ::open(path.c_str(), O_RDONLY | flags);  // another user's, a directory
+    if (file.fd < 0) {
       int e = errno;
       if (e == ELOOP) {
-        message = path + ": is a symbolic link, not a lock file a sweep made; not following it (remove it to sweep)";
-        return Outcome::refused;
+        message = path + ": is a symbolic link, not a lock file tracelane made; not following it (remove it to " +
+                  remove_to + ")";
+        return TreeLock::Outcome::refused;
       }
-      message = path + ": cannot open the lock file (" + std::strerror(e) +
-                "); not guarding against another sweep of this tree";
-      return Outcome::unlocked;
+      message = path + ": cannot open the lock file (" + std::strerror(e) + "); " + consequence;
+      return TreeLock::Outcome::unlocked;
     }
   } else {
-    message = path + ": cannot create the lock file (" + std::strerror(errno) +
-              "); not guarding against another sweep of this tree";
-    return Outcome::unlocked;
+    message = path + ": cannot create the lock file (" + std::strerror(errno) + "); " + consequence;
+    return TreeLock::Outcome::unlocked;
   }
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    fd_ = -1;
-    message = path + ": is not a regular file, not a lock file a sweep made (remove it to sweep)";
-    return Outcome::refused;
+  if (::fstat(file.fd, &file.st) != 0 || !S_ISREG(file.st.st_mode)) {
+    ::close(file.fd);
+    file.fd = -1;
+    message = path + ": is not a regular file, not a lock file tracelane made (remove it to " + remove_to + ")";
+    return TreeLock::Outcome::refused;
   }
+  return TreeLock::Outcome::locked;
+}
+
+}  // namespace
+
+TreeLock::Outcome TreeLock::take(const boost::filesystem::path& root, bool shared, std::string& message) {
+  const std::string path = (root / ".tracelane.lock").string();
+  LockFile file;
+  Outcome opened = open_lock_file(path, file, message, "not guarding against another sweep of this tree", "sweep");
+  if (opened != Outcome::locked) return opened;
+  fd_ = file.fd;
+  const struct stat& st = file.st;
+  const bool created = file.created, writable = file.writable;
   // Ours alone: created just now, or a file we own with one link and room for a pid only.
   bool ours = created || (writable && st.st_uid == ::geteuid() && st.st_nlink == 1 && st.st_size <= kLargestPidRecord);
   if (::flock(fd_, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
@@ -91,6 +110,29 @@ TreeLock::Outcome TreeLock::take(const boost::filesystem::path& root, bool share
     wrote_pid_ = n > 0 && ::pwrite(fd_, record, size_t(n), 0) == n;
   }
   return Outcome::locked;
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor of the open file releases the flock
+}
+
+TreeLock::Outcome DirectoryLock::take(const boost::filesystem::path& dir, std::string& message) {
+  const std::string path = (dir / kDirectoryLockName).string();
+  LockFile file;
+  TreeLock::Outcome opened =
+      open_lock_file(path, file, message, "not guarding this directory against another writer", "write here");
+  if (opened != TreeLock::Outcome::locked) return opened;
+  fd_ = file.fd;
+  // Waited for: the holder's work under it is one rename, or one iteration's last checks
+  // and unlinks.
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    message = path + ": cannot lock (" + std::strerror(errno) + "); not guarding this directory against another writer";
+    ::close(fd_);
+    fd_ = -1;
+    return TreeLock::Outcome::unlocked;
+  }
+  return TreeLock::Outcome::locked;
 }
 
 }  // namespace tracelane::cli

@@ -35,4 +35,26 @@ class TreeLock {
   bool wrote_pid_ = false;
 };
 
+// The lock of one directory that tracelane writes outputs into or removes originals
+// from, whoever started it and from whatever ROOT: DIR/.tracelane.dir.lock, opened as
+// TreeLock opens its file, exclusive, waited for. Held by AtomicOutput::commit from its
+// last check of the inputs to the rename, and by the removal of an iteration's originals
+// from its last checks to the unlinks, so that a copy made from a file that has since been
+// removed or rewritten never lands (files.hpp, remove_originals.cpp). An flock: on NFS
+// (Linux 2.6.12 and later) it is a whole-file POSIX lock seen by every client; on Lustre it
+// needs the `flock` mount option, and without it take() says `unlocked`.
+inline constexpr const char* kDirectoryLockName = ".tracelane.dir.lock";
+class DirectoryLock {
+ public:
+  DirectoryLock() = default;
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  ~DirectoryLock();
+  // Waits for the lock on `dir`. Never `busy`; `message` says why when not `locked`.
+  TreeLock::Outcome take(const boost::filesystem::path& dir, std::string& message);
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace tracelane::cli

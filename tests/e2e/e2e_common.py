@@ -273,9 +273,14 @@ def semdiff_lint_counts(output):
     return dict(zip(("gpu_tracks", "partial_overlaps", "flows_without_slice"), map(int, match.groups())))
 
 
+# The lock files tracelane leaves in place: the sweep's tree lock at ROOT and the lock of a
+# directory it wrote an output into (src/cli/tree_lock.hpp).
+LOCK_FILES = (".tracelane.lock", ".tracelane.dir.lock")
+
+
 def hidden_files(directory):
-    """Names starting with '.' (tracelane's temporary files) left in a directory."""
-    return sorted(name for name in os.listdir(directory) if name.startswith("."))
+    """Names starting with '.' (tracelane's temporary files) left in a directory, lock files aside."""
+    return sorted(name for name in os.listdir(directory) if name.startswith(".") and name not in LOCK_FILES)
 
 
 def parallel_map(function, items, workers=2):

@@ -118,7 +118,7 @@ class Cli:
         self.checks.check(result.stdout.strip() == "", f"{what}: stdout on failure: {result.stdout[:200]!r}")
 
     def nothing_left(self, directory, keep, what):
-        left = sorted(set(os.listdir(directory)) - set(keep))
+        left = sorted(set(os.listdir(directory)) - set(keep) - set(e2e.LOCK_FILES))
         self.checks.check(not left, f"{what}: files left in {directory}: {left}")
 
 
@@ -313,7 +313,7 @@ def test_sweep_odd_rank_files(cli, work):
     checks.check(not os.path.exists(os.path.join(it4, "pp_traces_merged_compacted.json.gz")),
                  "sweep odd files: iteration_4 merged although a rank is unreadable")
     for dirpath, dirnames, filenames in os.walk(root):
-        hidden = [n for n in filenames if n.startswith(".") and n != ".tracelane.lock"]
+        hidden = [n for n in filenames if n.startswith(".") and n not in e2e.LOCK_FILES]
         checks.check(not hidden, f"sweep odd files: temporary files left in {dirpath}: {hidden}")
 
 
@@ -362,7 +362,7 @@ def test_sweep_vanishing_and_growing(cli, work):
                 checks.check(bool(row.get("error")) and row["error"].startswith(root),
                              f"sweep vanishing files: failed row without a path-first error: {row}")
     for dirpath, dirnames, filenames in os.walk(root):
-        hidden = [n for n in filenames if n.startswith(".") and n != ".tracelane.lock"]
+        hidden = [n for n in filenames if n.startswith(".") and n not in e2e.LOCK_FILES]
         checks.check(not hidden, f"sweep vanishing files: temporary files left in {dirpath}: {hidden}")
 
 

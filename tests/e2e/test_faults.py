@@ -56,7 +56,7 @@ def tree_state(root):
         for name in filenames:
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, root)
-            if rel.startswith("tracelane_report") or name == ".tracelane.lock":
+            if rel.startswith("tracelane_report") or name in e2e.LOCK_FILES:
                 continue
             state[rel] = hashlib.sha256(e2e.read_bytes(path)).hexdigest()
     return state
@@ -64,7 +64,7 @@ def tree_state(root):
 
 def hidden_anywhere(root):
     return [os.path.join(d, n) for d, _, names in os.walk(root) for n in names
-            if n.startswith(".") and n != ".tracelane.lock"]
+            if n.startswith(".") and n not in e2e.LOCK_FILES]
 
 
 def report_rows(root):

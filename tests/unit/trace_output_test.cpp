@@ -26,6 +26,7 @@
 
 #include "cli/files.hpp"
 #include "cli/trace_job.hpp"
+#include "cli/tree_lock.hpp"
 #include "test_support.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/restore.hpp"
@@ -674,9 +675,11 @@ struct TempDir {
     boost::system::error_code ec;
     fs::remove_all(path, ec);
   }
+  // The files in it but the directory's lock file (outputs and temporaries).
   std::set<std::string> names() const {
     std::set<std::string> out;
-    for (const auto& entry : fs::directory_iterator(path)) out.insert(entry.path().filename().string());
+    for (const auto& entry : fs::directory_iterator(path))
+      if (entry.path().filename() != tracelane::cli::kDirectoryLockName) out.insert(entry.path().filename().string());
     return out;
   }
 };
