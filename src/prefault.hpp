@@ -1,12 +1,12 @@
 // Fresh memory on every core. The first write to a fresh page makes the kernel zero it,
-// and on the machines we measured that costs about 1 s per GB (bench/README.md, "Fresh
-// pages"): more than the work done in the page afterwards for the input text and the
-// event records of a large trace, and all of it on the one thread that writes first.
+// and on the machines we measured that costs more than the work done in the page
+// afterwards for the input text and the event records of a large trace (bench/README.md,
+// "Fresh pages"), all of it on the one thread that writes first.
 // prefault() has the kernel make the pages of a buffer about to be written, on every
 // thread of the arena at once, without writing to them (MADV_POPULATE_WRITE, Linux 5.14):
 // the buffer's contents are unchanged, so it may be called on reserved but unused memory.
-// Even on one thread it is cheaper than faulting the pages in one at a time (bench/
-// fresh_pages, 4 KiB pages: 0.55 s a GB against 0.9).
+// Even on one thread it is cheaper than faulting the pages in one at a time (the same
+// section; bench/fresh_pages measures both).
 // Where the kernel does not know the advice it does nothing, and the first write pays as
 // before. Private to the core.
 #pragma once

@@ -56,11 +56,11 @@ const Command* find_command(std::string_view name) {
 // glibc's malloc asks the kernel for transparent huge pages (2 MB) for its large blocks
 // only under the tunable glibc.malloc.hugetlb=1, and tunables are read when a process
 // starts. tracelane's buffers are as large as the trace, and with 4 KB pages their first
-// touch is one page fault per 4 KB: on the 2-core VM of bench/README.md that was half of a
-// 500 MB compaction (16.8 s -> 8.1 s with the tunable, same output). So re-run this
-// program with the tunable set, unless GLIBC_TUNABLES already names it (a user's
-// glibc.malloc.hugetlb=0 stands) or TRACELANE_HUGE_PAGES=0. Where the kernel gives no
-// huge pages (transparent_hugepage=never) the tunable does nothing.
+// touch is one page fault per 4 KB, a large share of a big compaction's time (measured in
+// bench/README.md, "Huge pages"). So re-run this program with the tunable set, unless
+// GLIBC_TUNABLES already names it (a user's glibc.malloc.hugetlb=0 stands) or
+// TRACELANE_HUGE_PAGES=0. Where the kernel gives no huge pages (transparent_hugepage=never)
+// the tunable does nothing.
 void use_huge_pages(char** argv) {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) return;

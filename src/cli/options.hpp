@@ -22,7 +22,8 @@ namespace po = boost::program_options;
 // 2 a usage error, or an output the guard refused.
 inline constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
 
-// Measured in bench/README.md: level 1 writes ~3x faster than 6 for ~10% larger files.
+// A compacted trace is a viewing copy beside its original, so time wins over size; what
+// each level costs and saves is measured in bench/README.md, "Default gzip level 1".
 inline constexpr int kDefaultLevel = 1;
 
 // The top-level usage (`tracelane --help`), printed after a usage error of the commands

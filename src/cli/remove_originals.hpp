@@ -58,9 +58,8 @@ std::optional<std::string> original_refusal(const struct stat& now, const FileId
 
 // Per file, the cost of a verification in multiples of the original's uncompressed size.
 // The copy is restored first (about 3x the copy's text at its peak), then the original's
-// text is read and compared with the restored text (2x). Measured: 332 MB peak RSS for a
-// generated 100.8 MB trace whose copy is 109 MB (3.3x); 4 leaves room for copies larger
-// than their originals.
+// text is read and compared with the restored text (2x). The measured peak is below 4x
+// (docs/sweep.md, "Memory and time"); 4 leaves room for copies larger than their originals.
 inline constexpr uint64_t kVerifyFactor = 4;
 
 // Verifies every file not refused already (at most --jobs at once, their costs within
