@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -248,6 +251,64 @@ void print_error(std::string_view line) {
   std::cerr << text << std::flush;
 }
 
+namespace {
+
+// The temporaries this process has made and not yet renamed or removed, for the handler of
+// SIGTERM, SIGINT and SIGHUP: a fixed table (a handler may not allocate), each slot's
+// state an atomic the handler reads (lock-free, so async-signal-safe).
+constexpr size_t kTemporarySlots = 256;
+enum SlotState : int { kSlotFree, kSlotFilling, kSlotLive };
+struct TemporarySlot {
+  std::atomic<int> state{kSlotFree};
+  char path[PATH_MAX];
+};
+TemporarySlot temporary_slots[kTemporarySlots];
+
+// A slot for `path`, or kNoSlot when all are taken (more than 256 outputs at once) or the
+// path is too long: that temporary is then left by a signal, as before, for the next
+// sweep of its directory to remove.
+size_t remember_temporary(const std::string& path) {
+  if (path.size() >= PATH_MAX) return AtomicOutput::kNoSlot;
+  for (size_t i = 0; i < kTemporarySlots; ++i) {
+    int expected = kSlotFree;
+    if (!temporary_slots[i].state.compare_exchange_strong(expected, kSlotFilling)) continue;
+    std::memcpy(temporary_slots[i].path, path.c_str(), path.size() + 1);
+    temporary_slots[i].state.store(kSlotLive, std::memory_order_release);
+    return i;
+  }
+  return AtomicOutput::kNoSlot;
+}
+
+void forget_temporary(size_t slot) {
+  if (slot != AtomicOutput::kNoSlot) temporary_slots[slot].state.store(kSlotFree, std::memory_order_release);
+}
+
+extern "C" void remove_temporaries_and_end(int signal_number) {
+  const int saved = errno;
+  for (TemporarySlot& slot : temporary_slots)
+    if (slot.state.load(std::memory_order_acquire) == kSlotLive) ::unlink(slot.path);
+  errno = saved;
+  // SA_RESETHAND put the default action back: the process ends by the signal, so its
+  // parent (a shell: 128 + the signal; Slurm) sees why.
+  ::raise(signal_number);
+}
+
+}  // namespace
+
+void remove_temporaries_on_signals() {
+  static_assert(std::atomic<int>::is_always_lock_free);
+  struct sigaction action {};
+  action.sa_handler = remove_temporaries_and_end;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction before {};
+    // A signal the caller ignores (nohup, a shell's background job's SIGINT) stays ignored.
+    if (::sigaction(signal_number, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
 AtomicOutput::AtomicOutput(const fs::path& path, const std::vector<NamedIdentity>& inputs)
     : path_(path), inputs_(inputs) {
   fs::path dir = path.parent_path();
@@ -263,6 +324,7 @@ AtomicOutput::AtomicOutput(const fs::path& path, const std::vector<NamedIdentity
   // O_EXCL never opens an existing file, nor follows a symlink planted under the name.
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd_ < 0) throw Error(path.string() + ": cannot create output: " + std::strerror(errno));
+  signal_slot_ = remember_temporary(tmp_.string());
 }
 
 AtomicOutput::~AtomicOutput() {
@@ -270,6 +332,9 @@ AtomicOutput::~AtomicOutput() {
     ::close(fd_);
     ::unlink(tmp_.c_str());
   }
+  // Only now: the name is gone (renamed or removed) on every way out of commit() and
+  // fail(), and a signal before this line removes a name that no longer exists.
+  forget_temporary(signal_slot_);
 }
 
 void AtomicOutput::fail(const std::string& what, int error) {

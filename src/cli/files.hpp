@@ -151,13 +151,21 @@ class AtomicOutput {
   void commit(bool overwrite, std::string_view record = {}, std::string_view recipe = {},
               std::string_view figures = {});
   const fs::path& temporary() const { return tmp_; }
+  static constexpr size_t kNoSlot = SIZE_MAX;
 
  private:
   void fail(const std::string& what, int error);  // removes the temporary, throws Error
   fs::path path_, tmp_;
   std::vector<NamedIdentity> inputs_;
   int fd_ = -1;
+  size_t signal_slot_ = kNoSlot;  // remove_temporaries_on_signals()
 };
+
+// SIGTERM, SIGINT and SIGHUP (Slurm's scancel and time limit, Ctrl-C, a closed terminal)
+// remove every temporary an AtomicOutput of this process holds, then end the process by
+// the same signal (exit status 128 + the signal in a shell). main() installs it; a signal
+// the caller ignores stays ignored.
+void remove_temporaries_on_signals();
 
 // What decides an output's bytes besides its inputs: tracelane's output format (raised
 // whenever outputs change: 2 = lane tids aligned across ranks and restore data), the rules

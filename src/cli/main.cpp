@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
   // Past RLIMIT_FSIZE (`ulimit -f`), write() fails with EFBIG once SIGXFSZ is ignored,
   // instead of the signal killing us with a temporary file left behind.
   std::signal(SIGXFSZ, SIG_IGN);
+  remove_temporaries_on_signals();
   if (argc < 2) {
     std::cerr << kUsage;
     return kExitUsage;
