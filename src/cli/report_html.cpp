@@ -392,15 +392,16 @@ std::string report_html(std::string_view report_json, const std::string& source,
     // is given again as output_href only where the name needs percent-encoding.
     if (link_base && has_dir && has_output) {
       std::optional<std::string> dir_bytes = name_from_report(dir), output_bytes = name_from_report(output);
-      if (dir_bytes && output_bytes && output_bytes->find('/') == std::string::npos && *output_bytes != "." &&
-          *output_bytes != "..") {
+      if (dir_bytes && is_dir_under_root(*dir_bytes) && output_bytes && output_bytes->find('/') == std::string::npos &&
+          *output_bytes != "." && *output_bytes != "..") {
         if (!dir_links.count(std::string(dir)))
           dir_links[std::string(dir)] = url_path((*link_base / *dir_bytes).lexically_normal().generic_string());
         std::string encoded = url_path(*output_bytes);
         if (encoded != output) figure.out.set("output_href", JsonValue::string(encoded));
       } else {
-        // Never linked (a name with '/', '.' or '..' would lead out of its directory),
-        // however the page would otherwise join links[dir] and the name.
+        // Never linked (a dir outside ROOT, or a name with '/', '.' or '..', would lead out
+        // of the tree or its directory), however the page would otherwise join links[dir]
+        // and the name.
         figure.out.set("no_link", JsonValue::boolean(true));
       }
     }

@@ -301,6 +301,10 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
   // What identifies a row and decides the outcome is never unknown.
   for (const char* name : {"dir", "status"})
     if (!std::holds_alternative<std::string>(row.get(name))) reader.fail(where + "." + name, "missing (null)");
+  // A dir becomes a path under ROOT and a link on the page: never one that leads out.
+  if (!is_dir_under_root(std::get<std::string>(row.get("dir"))))  // text cells hold the raw bytes
+    reader.fail(where + ".dir", "not a directory under the report's root (\".\" or a relative path without \"..\"): " +
+                                    excerpt(members.at("dir")));
   if (!status_allowed(row.kind, status_of(row)))
     reader.fail(where + ".status", std::string("not a status of ") + kind_name(row.kind) + " rows: " +
                                        excerpt(members.at("status")));

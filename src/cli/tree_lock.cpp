@@ -35,8 +35,9 @@ TreeLock::~TreeLock() {
 
 namespace {
 
-// Opens the lock file `path` as the file comment says. `outcome` is locked when it is open
-// (not yet locked), else why not; `consequence` ends an "unlocked" message.
+// Opens the lock file `path` as the file comment says, without locking it: returns `locked`
+// when `file` is open, else `unlocked` or `refused` with `message` saying why
+// (`consequence` ends an "unlocked" message, `remove_to` a refusal's advice).
 struct LockFile {
   int fd = -1;
   bool created = false, writable = false;

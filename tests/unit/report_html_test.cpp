@@ -71,6 +71,14 @@ TEST(ReportHtml, LinksAreRelativeToThePageAndPercentEncoded) {
   EXPECT_EQ(count(data, "output_href"), 1u);
 }
 
+// The page reads reports tolerantly, but a dir outside the tree is never a link.
+TEST(ReportHtml, ADirOutsideTheTreeIsNotLinked) {
+  std::string data = data_of(page_of({file_row("../../../../etc"), file_row("/etc"), file_row("r/it")}, "/data/tree"));
+  EXPECT_EQ(data.find("etc\":"), std::string::npos) << data;
+  EXPECT_EQ(count(data, "\"no_link\":true"), 2u) << data;
+  EXPECT_NE(data.find("\"r/it\":"), std::string::npos) << data;
+}
+
 TEST(ReportHtml, TheDataKeepsTheReportsNumbers) {
   std::string data = data_of(page_of({file_row("r/it")}));
   EXPECT_NE(data.find("10.9091"), std::string::npos);

@@ -146,6 +146,12 @@ TEST(ReportReader, RefusesACorruptPartialReportNamingTheField) {
       {R"("dir": "r/it")", R"("dir": 7)", "rows[0].dir: expected a string"},
       {R"("dir": "r/it")", R"("dir": "r\u001bit")", "rows[0].dir: not text as tracelane writes it"},
       {R"("dir": "r/it")", R"("dir": "r/it", "dir": "x")", "rows[0].dir: given twice"},
+      // A dir is joined to ROOT and becomes a link: never one that leads out of the tree.
+      {R"("dir": "r/it")", R"("dir": "../../../../etc")", "rows[0].dir: not a directory under the report's root"},
+      {R"("dir": "r/it")", R"("dir": "r/../../etc")", "rows[0].dir: not a directory under the report's root"},
+      {R"("dir": "r/it")", R"("dir": "/etc")", "rows[0].dir: not a directory under the report's root"},
+      {R"("dir": "r/it")", R"("dir": "")", "rows[0].dir: not a directory under the report's root"},
+      {R"("dir": "r/it")", R"("dir": "r//it")", "rows[0].dir: not a directory under the report's root"},
       {R"("dir": "r/it")", R"("dir": "r/it", "bytes": 1)", "rows[0].bytes: unknown key"},
       {R"("dir": "r/it")", R"("dir": "r/it", "pp_order": "0 1")", "rows[0].pp_order: not a column of file rows"},
       {R"("rank": 0,)", "", "rows[0].rank: missing"},
