@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string_view>
 
@@ -328,10 +329,9 @@ AtomicOutput::AtomicOutput(const fs::path& path, const std::vector<NamedIdentity
 }
 
 AtomicOutput::~AtomicOutput() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(tmp_.c_str());
-  }
+  if (fd_ >= 0) ::close(fd_);
+  // Written, or sealed and never published (another member of its set failed).
+  if (fd_ >= 0 || sealed_) ::unlink(tmp_.c_str());
   // Only now: the name is gone (renamed or removed) on every way out of commit() and
   // fail(), and a signal before this line removes a name that no longer exists.
   forget_temporary(signal_slot_);
@@ -355,7 +355,7 @@ void AtomicOutput::write(std::string_view bytes) {
   }
 }
 
-void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_view recipe, std::string_view figures) {
+void AtomicOutput::seal(std::string_view record, std::string_view recipe, std::string_view figures) {
   if (fd_ < 0) throw Error(path_.string() + ": internal: commit after the output was closed");
   // ENOTSUP (no user xattrs here), ENOSPC or E2BIG (no room beside the inode): the output
   // is still complete; a later sweep that skips it reports it without its numbers.
@@ -380,10 +380,12 @@ void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_v
     ::unlink(tmp_.c_str());
     throw Error(path_.string() + ": cannot write output: " + std::strerror(synced != 0 ? sync_error : close_error));
   }
-  fs::path dir = path_.parent_path();
-  DirectoryLock lock;
-  std::string why_unlocked;
-  (void)lock.take(dir.empty() ? fs::path(".") : dir, why_unlocked);  // unlocked: the check below still holds
+  sealed_ = true;
+}
+
+void AtomicOutput::publish(bool overwrite) {
+  if (!sealed_) throw Error(path_.string() + ": internal: published before it was sealed");
+  sealed_ = false;  // the temporary is renamed or removed below, on every way out
   for (const NamedIdentity& input : inputs_) {
     if (input.path.empty() || input.identity == FileIdentity{}) continue;
     struct stat now {};
@@ -408,6 +410,46 @@ void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_v
       throw Error(path_.string() + ": cannot move output into place: " + std::strerror(e));
     }
     ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_view recipe, std::string_view figures) {
+  seal(record, recipe, figures);
+  fs::path dir = path_.parent_path();
+  DirectoryLock lock;
+  std::string why_unlocked;
+  (void)lock.take(dir.empty() ? fs::path(".") : dir, why_unlocked);  // unlocked: publish's check still holds
+  publish(overwrite);
+}
+
+void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  // Every temporary written and synced before any name is replaced: a full disk or a
+  // failed write leaves the set that was there whole.
+  std::vector<std::unique_ptr<AtomicOutput>> outputs;
+  for (const auto& [name, bytes] : files) {
+    outputs.push_back(std::make_unique<AtomicOutput>(dir / name, std::vector<NamedIdentity>{}));
+    outputs.back()->write(bytes);
+    outputs.back()->seal();
+  }
+  DirectoryLock lock;
+  std::string why_unlocked;
+  (void)lock.take(dir, why_unlocked);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    try {
+      outputs[i]->publish(true);
+    } catch (const Error& error) {
+      if (i == 0) throw;
+      // Half the set replaced: the members not yet replaced are the previous run's, which
+      // no longer belong with the new ones. Removed, so that no page or table of another
+      // run is read as this one's; the message says which are gone.
+      std::string removed;
+      for (size_t j = i; j < outputs.size(); ++j) {
+        fs::path stale = dir / files[j].first;
+        if (::unlink(stale.c_str()) == 0) removed += (removed.empty() ? "" : ", ") + stale.string();
+      }
+      throw Error(std::string(error.what()) + "; the set is incomplete" +
+                  (removed.empty() ? std::string() : ": removed the previous " + removed));
+    }
   }
 }
 

@@ -150,6 +150,12 @@ class AtomicOutput {
   void write(std::string_view bytes);
   void commit(bool overwrite, std::string_view record = {}, std::string_view recipe = {},
               std::string_view figures = {});
+  // commit() in two steps, for a caller that puts several outputs in place together
+  // (write_set_atomically): seal() stores the attributes and syncs and closes the
+  // temporary; publish() checks the inputs and renames it into place. The caller holds the
+  // directory's lock around publish().
+  void seal(std::string_view record = {}, std::string_view recipe = {}, std::string_view figures = {});
+  void publish(bool overwrite);
   const fs::path& temporary() const { return tmp_; }
   static constexpr size_t kNoSlot = SIZE_MAX;
 
@@ -158,8 +164,17 @@ class AtomicOutput {
   fs::path path_, tmp_;
   std::vector<NamedIdentity> inputs_;
   int fd_ = -1;
+  bool sealed_ = false;  // seal()ed, its temporary not yet renamed or removed
   size_t signal_slot_ = kNoSlot;  // remove_temporaries_on_signals()
 };
+
+// Files that belong together (a report's CSV, JSON and page), each (name in `dir`, bytes),
+// replacing what is there: every temporary is written and synced first, so that a failure
+// to write any of them (a full disk) leaves the previous set whole; then they are renamed
+// in the given order under the directory's lock. Should a rename fail after the first,
+// the members not yet replaced are removed (they belong to another run), and the Error
+// says the set is incomplete and what was removed.
+void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files);
 
 // SIGTERM, SIGINT and SIGHUP (Slurm's scancel and time limit, Ctrl-C, a closed terminal)
 // remove every temporary an AtomicOutput of this process holds, then end the process by

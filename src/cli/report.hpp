@@ -169,7 +169,8 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
 // report file names: tracelane_report[.shard-K-of-N].json / .csv
 std::string report_base_name(const std::optional<std::pair<int, int>>& shard);
 
-// Writes both files into `dir` atomically; returns the JSON path.
+// Writes the JSON, the CSV and the page into `dir` as one set (write_set_atomically: a
+// failure leaves the previous set whole); returns the JSON path.
 fs::path write_report(const Report& report, const fs::path& dir);
 
 // Iterations whose merge left PP send/recv arrows unmatched: (dir, count).

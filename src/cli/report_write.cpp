@@ -137,10 +137,13 @@ fs::path write_report(const Report& report, const fs::path& dir) {
   std::string base = report_base_name(report.shard);
   fs::path json_path = dir / (base + ".json");
   std::string json = report_json(report);
-  write_atomically(dir / (base + ".csv"), report_csv(report), true);
-  write_atomically(json_path, json, true);
-  // The page is drawn from the JSON just written, the way `report --html` draws it.
-  write_atomically(html_path_for(json_path), report_html(json, json_path.string(), dir), true);
+  // The page is drawn from the JSON, the way `report --html` draws it. The three replace
+  // the previous set together: the JSON first (what the others are made from), the page
+  // last (what a person opens).
+  std::string html = report_html(json, json_path.string(), dir);
+  write_set_atomically(dir, {{json_path.filename().string(), std::move(json)},
+                             {base + ".csv", report_csv(report)},
+                             {html_path_for(json_path).filename().string(), std::move(html)}});
   return json_path;
 }
 

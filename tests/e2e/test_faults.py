@@ -192,6 +192,34 @@ def test_disk_full_sweep(env, work):
                  f"sweep under RLIMIT_FSIZE: the report must list the one failure: {failed}")
 
 
+def test_disk_full_report(env, work):
+    """RLIMIT_FSIZE between the report's JSON and its page: the new set is not written, and
+    the previous CSV, JSON and page are left whole, not a new table beside an old page."""
+    checks = env.checks
+    root = os.path.join(work, "report_tree")
+    for i in (1, 2):
+        write(os.path.join(root, f"r/profile_trace/iteration_{i}/rank0_trace.json"), rank_trace(0, 30))
+    checks.equal(env.run("sweep", root, "--jobs", "1").returncode, 0, "report set: first sweep")
+    names = ["tracelane_report.csv", "tracelane_report.json", "tracelane_report.html"]
+    def report_set():
+        return {name: hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest() for name in names}
+    before = report_set()
+    page_bytes = os.path.getsize(os.path.join(root, "tracelane_report.html"))
+    json_bytes = os.path.getsize(os.path.join(root, "tracelane_report.json"))
+    write(os.path.join(root, "r/profile_trace/iteration_3/rank0_trace.json"), rank_trace(0, 30))
+    limit = (page_bytes + 2 * json_bytes) // 2  # the new JSON fits, the new page does not
+    result = env.run("sweep", root, "--jobs", "1", fsize=limit)
+    print(f"  report under RLIMIT_FSIZE {limit}: rc={result.returncode} {result.stderr.strip()!r}", flush=True)
+    checks.equal(result.returncode, 1, "report set under RLIMIT_FSIZE: exit code")
+    page = os.path.join(root, "tracelane_report.html")
+    checks.check(f"{page}: cannot write output: File too large" in result.stderr,
+                 f"report set under RLIMIT_FSIZE: the page's failure is not named: {result.stderr!r}")
+    checks.equal(report_set(), before, "report set under RLIMIT_FSIZE: the previous set, whole")
+    checks.check(not hidden_anywhere(root), f"report set under RLIMIT_FSIZE: temporaries {hidden_anywhere(root)}")
+    checks.check(os.path.exists(os.path.join(root, "r/profile_trace/iteration_3/rank0_trace_compacted.json")),
+                 "report set under RLIMIT_FSIZE: the new iteration's output")
+
+
 def test_read_only_output(env, work, mountable):
     checks = env.checks
     src = write(os.path.join(work, "trace.json"), rank_trace(0, 100))
@@ -380,8 +408,8 @@ def main():
     mountable = can_mount()
     print(f"mount available: {mountable}; running as {'root' if os.geteuid() == 0 else 'a user'}", flush=True)
     with e2e.temp_dir("faults") as work:
-        for test in (test_disk_full_compact, test_disk_full_sweep, test_disk_full_tmpfs, test_read_only_output,
-                     test_kill_and_rerun, test_concurrent_sweeps):
+        for test in (test_disk_full_compact, test_disk_full_sweep, test_disk_full_report, test_disk_full_tmpfs,
+                     test_read_only_output, test_kill_and_rerun, test_concurrent_sweeps):
             print(f"--- {test.__name__}", flush=True)
             failures = len(checks.failures)
             sub = os.path.join(work, test.__name__)

@@ -177,3 +177,42 @@ TEST_F(OutputGuard, AtomicOutputAppearsOnlyWhenCommittedWithEveryPieceInOrder) {
   EXPECT_THROW(whole.write("more"), Error);  // closed: nothing reaches the file now
   EXPECT_EQ(read(output), "one two three");
 }
+
+TEST_F(OutputGuard, ASetWhoseRenameFailsHalfWayLeavesNoMemberOfThePreviousSetBesideTheNew) {
+  // A set replaces a set: the first member is renamed into place, the second cannot be (a
+  // directory holds its name), and the third, the previous run's, must not stay beside the
+  // first as if they belonged together.
+  write(dir_ / "set.json", "old json");
+  fs::create_directory(dir_ / "set.csv");
+  write(dir_ / "set.csv" / "inside", "x");  // rename() over a non-empty directory fails
+  write(dir_ / "set.html", "old page");
+  try {
+    write_set_atomically(dir_, {{"set.json", "new json"}, {"set.csv", "new csv"}, {"set.html", "new page"}});
+    ADD_FAILURE() << "a rename over a non-empty directory succeeded";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("the set is incomplete: removed the previous " + (dir_ / "set.html").string()),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(read(dir_ / "set.json"), "new json");
+  EXPECT_TRUE(fs::is_directory(dir_ / "set.csv"));
+  EXPECT_FALSE(fs::exists(dir_ / "set.html"));
+  for (auto& entry : fs::directory_iterator(dir_))
+    if (entry.path().filename() != kDirectoryLockName) {
+      EXPECT_NE(entry.path().filename().string().front(), '.') << "temporary left: " << entry.path();
+    }
+}
+
+TEST_F(OutputGuard, ASetThatCannotBeWrittenLeavesThePreviousSetWhole) {
+  write(dir_ / "set.json", "old json");
+  write(dir_ / "set.html", "old page");
+  // The second member's temporary cannot be created (its directory does not exist): the
+  // first member, already written, is not put in place either.
+  EXPECT_THROW(write_set_atomically(dir_, {{"set.json", "new json"}, {"missing/set.csv", "new csv"}}), Error);
+  EXPECT_EQ(read(dir_ / "set.json"), "old json");
+  EXPECT_EQ(read(dir_ / "set.html"), "old page");
+  for (auto& entry : fs::directory_iterator(dir_))
+    if (entry.path().filename() != kDirectoryLockName) {
+      EXPECT_NE(entry.path().filename().string().front(), '.') << "temporary left: " << entry.path();
+    }
+}
