@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "files.hpp"
+#include "memory_budget.hpp"
 #include "options.hpp"
 #include "trace_job.hpp"
 
@@ -68,6 +69,7 @@ int run_compact(int argc, char** argv) {
   if (beside.empty()) beside = ".";
   const bool input_dir_missing = shared.output.empty() && !fs::is_directory(beside, ec);
   try {
+    if (shared.output.empty()) require_output_option_unless_regular(input);
     if (!input_dir_missing) guard_output(output, {input}, shared.overwrite);
     guard_preview(shared, output, {input});
   } catch (const OutputRefused& e) {
@@ -77,7 +79,7 @@ int run_compact(int argc, char** argv) {
   Timings timings;
   int code = kExitOk;
   // The steps' parallel parts (the gzip members) run on the arena's threads.
-  tbb::task_arena(jobs).execute([&] {
+  tbb::task_arena(arena_threads(jobs)).execute([&] {
     code = compact_file(input, output, shared, job_options(shared, force, shared.timings ? &timings : nullptr),
                         !no_pp_flows);
   });

@@ -246,6 +246,13 @@ void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, b
   }
 }
 
+void require_output_option_unless_regular(const fs::path& input) {
+  struct stat st {};
+  if (::stat(input.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;  // a missing input: reading it says so
+  const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a pipe" : "a device or socket";
+  throw OutputRefused(input.string() + ": not a regular file (" + what + "): give the output with -o");
+}
+
 void print_error(std::string_view line) {
   std::string text = printable(line, Backslash::keep);
   text += '\n';

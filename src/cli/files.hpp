@@ -90,6 +90,12 @@ enum class RankName { refused, allowed };
 void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, bool overwrite,
                   RankName rank_name = RankName::refused);
 
+// Without -o, an output is named after its input and put beside it; that is only right for
+// a regular file. Throws OutputRefused ("<input>: not a regular file ...: give the output
+// with -o") when `input` exists and, links followed, is anything else: `/dev/stdin`, a
+// pipe or a device would otherwise get a file created beside it (in /dev, as root).
+void require_output_option_unless_regular(const fs::path& input);
+
 // One error or warning line on stderr, through printable() (Backslash::keep): names read
 // from a shared tree may hold terminal escape sequences or invalid UTF-8. The line is one
 // line: an embedded newline is written \x0a.

@@ -62,6 +62,8 @@ uint64_t memory_limit() {
 
 uint64_t default_memory_budget() { return std::max<uint64_t>(memory_limit() / 2, 64ull << 20); }
 
+int arena_threads(int jobs) { return std::clamp(jobs, 1, std::max(1, tbb::info::default_concurrency())); }
+
 int default_jobs() {
   if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
     int value = std::atoi(slurm);

@@ -22,6 +22,10 @@ uint64_t default_memory_budget();
 uint64_t memory_limit();
 // SLURM_CPUS_PER_TASK when set, else the cores this process may run on.
 int default_jobs();
+// The threads of a task arena for `--jobs` (or default_jobs()): at least 1, at most the
+// cores this process may run on. oneTBB gives no arena more than that anyway, and says so
+// on stderr (under --quiet too) when asked for more.
+int arena_threads(int jobs);
 
 // Cost model of one rank, in multiples of its uncompressed size, measured on the corpus
 // (peak RSS of `compact` is ~5.4x the JSON size): while a rank is read, parsed, compacted

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "files.hpp"
+#include "memory_budget.hpp"
 #include "options.hpp"
 #include "trace_job.hpp"
 #include "tracelane/summary.hpp"
@@ -116,7 +117,7 @@ int run_merge(int argc, char** argv) {
   fs::path output = shared.output.empty() ? dir / kMergedName : fs::path(shared.output);
   Timings timings;
   int code = kExitOk;
-  tbb::task_arena(jobs).execute([&] {
+  tbb::task_arena(arena_threads(jobs)).execute([&] {
     code = merge_directory(input, dir, output, shared, job_options(shared, force, shared.timings ? &timings : nullptr));
   });
   if (shared.timings) std::cerr << timings.text();

@@ -253,7 +253,7 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
         start(std::move(next));
       });
   };
-  tbb::task_arena arena(std::max(jobs, 1));
+  tbb::task_arena arena(arena_threads(jobs));
   arena.execute([&] {
     std::vector<size_t> first;
     {

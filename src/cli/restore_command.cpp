@@ -52,6 +52,7 @@ int run_restore(int argc, char** argv) {
   fs::path input(input_arg);
   fs::path output = shared.output.empty() ? default_restore_output(input, rank) : fs::path(shared.output);
   try {
+    if (shared.output.empty()) require_output_option_unless_regular(input);
     guard_output(output, {input}, shared.overwrite, RankName::allowed);
   } catch (const OutputRefused& e) {
     print_error(e.what());

@@ -73,7 +73,7 @@ class Sweep {
     for (size_t i = 0; i < ranks_.size(); ++i)
       if (ranks_[i]->process) admission.enqueue(job_of(i));
 
-    tbb::task_arena arena(options_.jobs);
+    tbb::task_arena arena(arena_threads(options_.jobs));
     arena.execute([&] { run_graph(admission); });
     progress.stop();
     progress_ = nullptr;

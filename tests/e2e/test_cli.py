@@ -425,12 +425,29 @@ def test_timings(cli, work):
     cli.no_hidden(d, "timings")
 
 
+def test_more_jobs_than_cores(cli, work):
+    """--jobs beyond the cores: the work is done on the cores there are, and --quiet stays
+    quiet (oneTBB warned on stderr about the workers it would not start)."""
+    checks = cli.checks
+    d = os.path.join(work, "jobs", "profile_trace", "iteration_1")
+    rank0 = make_ranks(d)[0]
+    root = os.path.join(work, "jobs")
+    result = cli.run("sweep", root, "--jobs", "100000", "--quiet")
+    if cli.ok(result, "sweep --jobs 100000 --quiet"):
+        checks.equal(result.stderr, "", "sweep --jobs 100000 --quiet: stderr")
+    for command, target in (("compact", rank0), ("merge", d)):
+        out = os.path.join(work, f"{command}_many_jobs.json.gz")
+        result = cli.run(command, target, "-o", out, "--jobs", "100000")
+        if cli.ok(result, f"{command} --jobs 100000"):
+            checks.equal(result.stderr, "", f"{command} --jobs 100000: stderr")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("cli")
     cli = Cli(args, checks)
     return e2e.run_tests(checks, cli, "cli", (test_help_and_usage, test_default_names, test_overwrite_and_levels, test_bad_inputs, test_merge,
-                                                   test_timings))
+                                                   test_timings, test_more_jobs_than_cores))
 
 
 if __name__ == "__main__":

@@ -157,6 +157,32 @@ def test_fifos_and_devices_are_not_read_as_traces(cli, work):
                  "an output was written")
 
 
+def test_a_pipe_or_device_needs_an_output_named(cli, work):
+    """`cat t.json | tracelane compact /dev/stdin` names no output: the default (beside the
+    input) would be a file created in /dev. A usage error before anything is read; with -o
+    the pipe is read as any trace."""
+    checks = cli.checks
+    data = json.dumps(synthetic_trace(kernels=50)).encode()
+    beside = "/dev/stdin_compacted.json.gz"
+    for command in ("compact", "restore"):
+        existed = os.path.exists(beside)
+        try:
+            result = subprocess.run([cli.args.tracelane, command, "/dev/stdin"], input=data, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, timeout=HANG)
+            checks.equal(result.returncode, 2, f"{command} /dev/stdin without -o: exit code")
+            checks.check(result.stderr.decode().startswith("/dev/stdin: not a regular file (a pipe): give the output "
+                                                           "with -o"), f"{command} /dev/stdin: {result.stderr[:300]!r}")
+            checks.check(existed or not os.path.exists(beside), f"{command} /dev/stdin without -o wrote {beside}")
+        finally:
+            if not existed and os.path.exists(beside):
+                os.unlink(beside)
+    out = os.path.join(work, "from_a_pipe.json")
+    result = subprocess.run([cli.args.tracelane, "compact", "/dev/stdin", "-o", out], input=data,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=HANG)
+    checks.equal(result.returncode, 0, f"compact /dev/stdin -o: {result.stderr[:300]!r}")
+    checks.check(os.path.isfile(out), "compact /dev/stdin -o: no output")
+
+
 def test_standard_output_errors_are_errors(cli, work):
     checks = cli.checks
     if not os.path.exists("/dev/full"):
@@ -208,7 +234,7 @@ def main():
     return e2e.run_tests(checks, cli, "output_guard",
                          (test_merge_never_replaces_a_rank_file, test_compact_refuses_rank_names_and_the_input,
                           test_bad_output_paths_are_refused_before_reading, test_losing_the_race_for_the_output_exits_2,
-                          test_fifos_and_devices_are_not_read_as_traces,
+                          test_fifos_and_devices_are_not_read_as_traces, test_a_pipe_or_device_needs_an_output_named,
                           test_standard_output_errors_are_errors, test_error_lines_carry_no_raw_escapes))
 
 
