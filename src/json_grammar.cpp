@@ -54,7 +54,16 @@ void GrammarCheck::fail(std::string_view what, const char* where) const {
   throw Error(message);
 }
 
+std::string simdjson_failure(simdjson::error_code error) {
+  if (error == simdjson::MEMALLOC) return "out of memory (simdjson's index of the document)";
+  if (error == simdjson::CAPACITY)
+    return "a JSON document of more than 4 GiB, the most simdjson reads at once (SPEC 9.10: a trace is read in "
+           "chunks of whole events, but one event, or the top level without traceEvents' contents, must fit)";
+  return std::string("invalid JSON: ") + simdjson::error_message(error);
+}
+
 void GrammarCheck::fail_json(simdjson::error_code error, od::document& doc, std::string_view context) const {
+  if (error == simdjson::MEMALLOC || error == simdjson::CAPACITY) fail_document(error);
   auto location = doc.current_location();
   fail(std::string("invalid JSON ") + std::string(context) + ": " + simdjson::error_message(error),
        location.error() ? nullptr : location.value_unsafe());
@@ -136,7 +145,7 @@ void throw_first_stage_error(char* document, size_t allocated, const ChunkPlan& 
     auto [begin, end] = plan.chunks[k];
     ChunkBrackets brackets(document, begin, end);
     if (auto error = parser.iterate(document + begin, end - begin + 1, allocated - begin).error())
-      throw Error(source + ": invalid JSON: " + simdjson::error_message(error));
+      throw Error(source + ": " + simdjson_failure(error));
   }
 }
 

@@ -48,6 +48,11 @@ inline std::string_view trim_right(std::string_view text) {
 
 // Checks values of one document against JSON's grammar, and words every message about it:
 // "<source>: <what> (byte <offset in the whole input>)". One per document being read.
+// simdjson's error in words: "invalid JSON: <simdjson's message>", but for the two that do
+// not mean the bytes are wrong: no memory for its index ("out of memory (...)") and a
+// document above the most it reads at once ("a JSON document of more than 4 GiB ...").
+std::string simdjson_failure(simdjson::error_code error);
+
 class GrammarCheck {
  public:
   GrammarCheck(const char* document_begin, const std::string& source)
@@ -77,6 +82,8 @@ class GrammarCheck {
   }
 
   [[noreturn]] void fail(std::string_view what, const char* where) const;
+  // A document simdjson did not take (parser.iterate()'s error): simdjson_failure()'s words.
+  [[noreturn]] void fail_document(simdjson::error_code error) const { fail(simdjson_failure(error), nullptr); }
   // simdjson's error, at the document's current position.
   [[noreturn]] void fail_json(simdjson::error_code error, simdjson::ondemand::document& doc,
                               std::string_view context) const;

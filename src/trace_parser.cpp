@@ -171,7 +171,7 @@ struct ChunkedEvents {
       EventReader chunk_reader(check, strings);
       od::document doc;
       if (auto error = parsers.local().iterate(document + begin, end - begin + 1, allocated - begin).get(doc))
-        check.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
+        check.fail_document(error);
       od::array events;
       if (auto error = doc.get_array().get(events)) check.fail_json(error, doc, "in traceEvents");
       Event* slot = trace.events.data() + first_event + (first_index[k] - index);
@@ -230,7 +230,7 @@ struct ChunkedEvents {
     ChunkBrackets brackets(document, begin, end);
     od::document doc;
     if (auto error = parser.iterate(document + begin, end - begin + 1, allocated - begin).get(doc))
-      reader.check().fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
+      reader.check().fail_document(error);
     checked = std::max(checked, last + 1);
     od::array events;
     if (auto error = doc.get_array().get(events)) reader.check().fail_json(error, doc, "in traceEvents");
@@ -248,7 +248,7 @@ void parse_document(Trace& trace, const char* begin, size_t length, size_t alloc
   if (length == 0) check.fail("empty file, not a Kineto trace", nullptr);
   od::document doc;
   if (auto error = parser.iterate(begin, length, allocated).get(doc))
-    check.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
+    check.fail_document(error);
   od::object root;
   if (auto error = doc.get_object().get(root)) {
     if (error == simdjson::INCORRECT_TYPE) check.fail("top level is not a JSON object, not a Kineto trace", nullptr);
@@ -257,7 +257,7 @@ void parse_document(Trace& trace, const char* begin, size_t length, size_t alloc
     if (last > 0 && begin[last - 1] != '}')
       check.fail("invalid JSON: the document does not end with '}' (truncated, or trailing content)",
                  begin + last - 1);
-    check.fail(std::string("invalid JSON: ") + simdjson::error_message(error), nullptr);
+    check.fail_document(error);
   }
   bool have_events = false;
   for (auto field_result : root) {

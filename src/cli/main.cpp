@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
+#include <new>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -87,7 +89,18 @@ int run_command(int argc, char** argv) {
     std::cout << kUsage;
     return kExitOk;
   }
-  if (const Command* found = find_command(command)) return found->run(argc - 1, argv + 1);
+  if (const Command* found = find_command(command)) {
+    // Each command names the file it failed on; this is the last word for what escaped it
+    // (the report's own memory, say), so that it ends as a failure, not std::terminate.
+    try {
+      return found->run(argc - 1, argv + 1);
+    } catch (const std::bad_alloc&) {
+      print_error("tracelane " + command + ": out of memory");
+    } catch (const std::exception& e) {
+      print_error("tracelane " + command + ": " + e.what());
+    }
+    return kExitFailed;
+  }
   print_error("tracelane: unknown command '" + command + "'");
   std::cerr << "\n" << kUsage;
   return kExitUsage;

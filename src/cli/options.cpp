@@ -168,15 +168,15 @@ int exit_status_of_failure(const fs::path& input, int failed) {
   return failed;
 }
 
-std::string describe_exception() {
+std::string describe_exception(const fs::path& subject) {
   try {
     throw;
   } catch (const Error& e) {
     return e.what();
   } catch (const std::bad_alloc&) {
-    return "out of memory";
+    return subject.string() + ": out of memory";
   } catch (const std::exception& e) {
-    return e.what();
+    return subject.string() + ": " + e.what();
   }
 }
 

@@ -103,7 +103,8 @@ bool load_rules(SharedOptions& shared);
 // is a usage error, as when the guard sees it first; any other failure is `failed`.
 int exit_status_of_failure(const fs::path& input, int failed = kExitFailed);
 
-// The message of the exception being handled (call it in a catch block).
-std::string describe_exception();
+// The message of the exception being handled (call it in a catch block): an Error's own
+// (which names its file), anything else after "<subject>: " ("<subject>: out of memory").
+std::string describe_exception(const fs::path& subject);
 
 }  // namespace tracelane::cli

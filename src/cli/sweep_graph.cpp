@@ -201,7 +201,7 @@ class Sweep {
         task.requeued = true;
       }
     } catch (...) {
-      fail(task, describe_exception());
+      fail(task, describe_exception(task.file->path));
     }
     return id;
   }
@@ -228,7 +228,7 @@ class Sweep {
         task.row.figures = figures_step(*task.compacted, options_.job, int64_t(task.file->rank),
                                         task.compacted->summary.pp_rank);
     } catch (...) {
-      fail(task, describe_exception());
+      fail(task, describe_exception(task.file->path));
     }
     return id;
   }
@@ -250,7 +250,7 @@ class Sweep {
       }
       if (!task.for_merge) task.compacted.reset();
     } catch (...) {
-      fail(task, describe_exception());
+      fail(task, describe_exception(task.file->path));
     }
     task.row.set("seconds", seconds_since(task.started));
     return id;
@@ -318,7 +318,7 @@ class Sweep {
                       });
       row = std::move(done);
     } catch (...) {
-      std::string message = describe_exception();
+      std::string message = describe_exception(iteration.dir->dir);
       row.set("status", std::string("failed")).set("error", message);
       progress_->error(message);
     }

@@ -93,10 +93,12 @@ class Env:
     def __init__(self, args, checks):
         self.args, self.checks = args, checks
 
-    def run(self, *argv, fsize=None, timeout=300):
+    def run(self, *argv, fsize=None, address_space=None, timeout=300):
         def limit():
             if fsize is not None:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+            if address_space is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         # restore_signals (the default) gives the child SIGXFSZ's default action, as a shell
         # does: tracelane must ignore it itself to get EFBIG instead of dying.
         return subprocess.run([self.args.tracelane, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -218,6 +220,48 @@ def test_disk_full_report(env, work):
     checks.check(not hidden_anywhere(root), f"report set under RLIMIT_FSIZE: temporaries {hidden_anywhere(root)}")
     checks.check(os.path.exists(os.path.join(root, "r/profile_trace/iteration_3/rank0_trace_compacted.json")),
                  "report set under RLIMIT_FSIZE: the new iteration's output")
+
+
+def test_out_of_memory(env, work):
+    """RLIMIT_AS (`ulimit -v`) below what a trace needs: the failure is "out of memory" and
+    names the file, never "invalid JSON" (simdjson's failed allocation) nor a bare "out of
+    memory" with no path; a failure's exit status, and no temporary."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    iteration = os.path.join(root, "r/profile_trace/iteration_1")
+    os.makedirs(iteration)
+    for rank in (0, 1):
+        path = os.path.join(iteration, f"rank{rank}_trace.json")
+        made = env.args.gen and subprocess.run(
+            [env.args.gen, "--out", path, "--size", "60M", "--rank", str(rank), "--ranks", "2", "--quiet"]).returncode == 0
+        if not made:
+            write(path, rank_trace(rank, 400000))
+    runs = []
+    for limit_mb in (200, 320, 450):
+        limit = limit_mb << 20
+        runs += [(f"compact, {limit_mb} MB", env.run("compact", os.path.join(iteration, "rank0_trace.json"), "-o",
+                                                       os.path.join(work, "out.json.gz"), "--overwrite", "--jobs", "2",
+                                                       address_space=limit)),
+                 (f"merge, {limit_mb} MB", env.run("merge", iteration, "-o", os.path.join(work, "merged.json.gz"),
+                                                   "--overwrite", "--jobs", "2", address_space=limit)),
+                 (f"sweep, {limit_mb} MB", env.run("sweep", root, "--overwrite", "--jobs", "2", "--report-dir",
+                                                   os.path.join(work, "report"), address_space=limit))]
+    failed = 0
+    for what, result in runs:
+        lines = [line.removeprefix("failed: ") for line in result.stderr.splitlines()
+                 if "memory" in line.replace(work, "")]
+        if result.returncode == 0:
+            continue
+        failed += 1
+        # merge exits 2 on any failure, as the original tool does
+        checks.equal(result.returncode, 2 if what.startswith("merge") else 1,
+                     f"{what}: exit code ({result.stderr.strip()[:300]!r})")
+        checks.check(lines, f"{what}: failed without saying it ran out of memory: {result.stderr.strip()[:300]!r}")
+        for line in lines:
+            checks.check(line.startswith(work + "/") and ": out of memory" in line and "invalid JSON" not in line,
+                         f"{what}: {line!r} must name the file and say out of memory")
+    checks.check(failed >= 3, f"out of memory: only {failed} of {len(runs)} runs failed; the limits are too high")
+    checks.check(not hidden_anywhere(work), f"out of memory: temporaries {hidden_anywhere(work)}")
 
 
 def test_read_only_output(env, work, mountable):
@@ -408,7 +452,8 @@ def main():
     mountable = can_mount()
     print(f"mount available: {mountable}; running as {'root' if os.geteuid() == 0 else 'a user'}", flush=True)
     with e2e.temp_dir("faults") as work:
-        for test in (test_disk_full_compact, test_disk_full_sweep, test_disk_full_report, test_disk_full_tmpfs,
+        for test in (test_disk_full_compact, test_disk_full_sweep, test_disk_full_report, test_out_of_memory,
+                     test_disk_full_tmpfs,
                      test_read_only_output, test_kill_and_rerun, test_concurrent_sweeps):
             print(f"--- {test.__name__}", flush=True)
             failures = len(checks.failures)
