@@ -4,10 +4,12 @@
 // a 64-bit integer, which cannot hold a Kineto timestamp such as 1683564902133354.123 to
 // the nanosecond. So every number is taken from its own text instead: the DOM walk visits
 // values in document order, and a small scanner over the same bytes (skipping strings)
-// yields the number tokens in that same order. Each event becomes a *canonical text*
-// (object keys sorted, numbers as normalised exact decimals, strings re-escaped one way),
-// which is what "same" and "unchanged" compare; ts and dur also become exact integers in
-// units of 1e-9 microseconds.
+// yields the number tokens in that same order. The DOM refuses some numbers JSON allows and
+// compact keeps (integers beyond 64 bits, 1e400): a document holding one is parsed again
+// with a stand-in for every number, and that DOM gives only the structure and the kinds of
+// values. Each event becomes a *canonical text* (object keys sorted, numbers as normalised
+// exact decimals, strings re-escaped one way), which is what "same" and "unchanged"
+// compare; ts and dur also become exact integers in units of 1e-9 microseconds.
 //
 // Checking. Multisets keyed by canonical text (slices by identity without tid and
 // args.stream; flows without tid; other events whole), an exact sweep per track for
@@ -176,35 +178,47 @@ std::string units_text(Units v) {
 
 // ---- Canonical text -----------------------------------------------------------------------
 
-// The number tokens of a document in order. The DOM has validated the document, so skipping
-// strings is enough: true, false, null and structure contain no digit or '-'.
-class NumberTexts {
+// The string and number tokens of a JSON text in order (strings with their quotes). Outside
+// strings, true, false, null and structure hold no quote, digit or '-', so in a document the
+// DOM has validated these are exactly its keys, strings and numbers. Text that is not JSON
+// gives some tokens and never a read past its end.
+class Tokens {
  public:
-  explicit NumberTexts(std::string_view json) : json_(json) {}
+  explicit Tokens(std::string_view json) : json_(json) {}
   std::string_view next() {
     size_t n = json_.size();
-    while (at_ < n) {
-      char c = json_[at_];
-      if (c == '"') {
-        for (++at_; at_ < n && json_[at_] != '"'; ++at_)
-          if (json_[at_] == '\\') ++at_;
+    while (at_ < n && json_[at_] != '"' && json_[at_] != '-' && !is_digit(json_[at_])) ++at_;
+    size_t start = at_;
+    if (at_ == n) return {};
+    if (json_[at_] == '"') {
+      for (++at_; at_ < n && json_[at_] != '"'; ++at_)
+        if (json_[at_] == '\\') ++at_;
+      at_ = std::min(at_ + 1, n);
+    } else {
+      while (at_ < n && (is_digit(json_[at_]) || json_[at_] == '-' || json_[at_] == '+' || json_[at_] == '.' ||
+                         json_[at_] == 'e' || json_[at_] == 'E'))
         ++at_;
-      } else if (c == '-' || is_digit(c)) {
-        size_t start = at_;
-        while (at_ < n && (is_digit(json_[at_]) || json_[at_] == '-' || json_[at_] == '+' || json_[at_] == '.' ||
-                           json_[at_] == 'e' || json_[at_] == 'E'))
-          ++at_;
-        return json_.substr(start, at_ - start);
-      } else {
-        ++at_;
-      }
     }
-    return {};
+    return json_.substr(start, at_ - start);
   }
 
  private:
   std::string_view json_;
   size_t at_ = 0;
+};
+
+// The number tokens of a document in order.
+class NumberTexts {
+ public:
+  explicit NumberTexts(std::string_view json) : tokens_(json) {}
+  std::string_view next() {
+    std::string_view token = tokens_.next();
+    while (!token.empty() && token[0] == '"') token = tokens_.next();
+    return token;
+  }
+
+ private:
+  Tokens tokens_;
 };
 
 void append_string(std::string_view s, std::string& out) {
@@ -401,11 +415,70 @@ struct Document {
   std::vector<std::pair<std::string, std::string>> top;  // keys but traceEvents, canonical
 };
 
+// Whether `token` is a number by JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool json_number(std::string_view token) {
+  size_t i = 0, n = token.size();
+  auto digits = [&] {
+    size_t start = i;
+    while (i < n && is_digit(token[i])) ++i;
+    return i > start;
+  };
+  if (i < n && token[i] == '-') ++i;
+  if (i < n && token[i] == '0')
+    ++i;
+  else if (!digits())
+    return false;
+  if (i < n && token[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < n && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < n && (token[i] == '+' || token[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == n;
+}
+
+// A copy of `json` in which simdjson's DOM holds every number: each becomes 0 (an integer) or
+// 0.0, since the DOM refuses integers beyond 64 bits and numbers beyond a double's range,
+// which JSON allows and compact keeps. Tokens keep their order and kind, and text that is not
+// JSON stays as it was, so the copy is JSON exactly when `json` is.
+std::string with_stand_ins(std::string_view json) {
+  std::string out;
+  out.reserve(json.size() + simdjson::SIMDJSON_PADDING);  // no token grows: parsed in place
+  Tokens tokens(json);
+  size_t copied = 0;
+  for (std::string_view token = tokens.next(); !token.empty(); token = tokens.next()) {
+    size_t at = size_t(token.data() - json.data());
+    out.append(json.substr(copied, at - copied));
+    copied = at + token.size();
+    if (token[0] != '"' && json_number(token))
+      out += token.find_first_of(".eE") == std::string_view::npos ? "0" : "0.0";
+    else
+      out.append(token);
+  }
+  out.append(json.substr(copied));
+  return out;
+}
+
+// The document's structure. Its numbers are read from the text (NumberTexts), so when the DOM
+// refuses one, the document is parsed again with stand-ins for all of them.
+dom::element parse_structure(dom::parser& parser, std::string_view json, bool compacted) {
+  dom::element root;
+  auto error = parser.parse(json.data(), json.size()).get(root);
+  std::string stand_ins;
+  if (error == simdjson::NUMBER_ERROR) {
+    stand_ins = with_stand_ins(json);
+    error = parser.parse(stand_ins).get(root);
+  }
+  if (error) throw CheckInputError(compacted, std::string("not valid JSON: ") + simdjson::error_message(error));
+  return root;
+}
+
 Document read_document(std::string_view json, bool compacted, uint64_t& inexact) {
   dom::parser parser;  // one per document; the DOM is dropped once the events are read
-  dom::element root;
-  if (auto error = parser.parse(json.data(), json.size()).get(root))
-    throw CheckInputError(compacted, std::string("not valid JSON: ") + simdjson::error_message(error));
+  dom::element root = parse_structure(parser, json, compacted);
   if (root.type() != dom::element_type::OBJECT)
     throw CheckInputError(compacted, "not a trace: the top level is not an object");
   Document doc;

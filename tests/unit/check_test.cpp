@@ -215,3 +215,28 @@ TEST(Check, InputThatIsNotATraceNamesTheFile) {
     EXPECT_NE(std::string(e.what()).find("traceEvents"), std::string::npos);
   }
 }
+
+// JSON allows integers beyond 64 bits and numbers beyond a double's range, simdjson's DOM
+// refuses them, and compact keeps them as written (here in top-level keys, a CPU event and a
+// kernel's args): check reads them from their text like every other number.
+TEST(Check, NumbersBeyondA64BitIntegerOrADoubleAreReadFromTheirText) {
+  auto with_big_numbers = [](std::vector<std::string> events, const std::string& big) {
+    events[0] = R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":)" +
+                big + R"(,"x":-1e400}})";
+    events[2].replace(events[2].find(R"("correlation":2)"), 15, R"("correlation":18446744073709551616)");
+    return events;
+  };
+  const std::string big = "123456789012345678901234567890";
+  const std::string top = R"(,"bigKey":-9223372036854775809,"huge":1e400)";
+  std::string original = trace(with_big_numbers(original_events(), big), top);
+  CheckReport report = check_traces(original, trace(with_big_numbers(compacted_events(), big), top + kStamp));
+  EXPECT_TRUE(report.ok()) << format_report(report);
+  EXPECT_EQ(report.top_level_keys_checked, 3u);
+  EXPECT_EQ(report.measured_slices, 2u);
+  // Compared as numbers, not as their stand-ins: a change in the last digit is found.
+  std::string changed = big.substr(0, big.size() - 1) + "1";
+  report = check_traces(original, trace(with_big_numbers(compacted_events(), changed), top + kStamp));
+  EXPECT_EQ(report.count(ViolationKind::missing_event), 1u) << format_report(report);
+  // A number JSON does not allow is still refused beside them.
+  EXPECT_THROW(check_traces(original, trace(compacted_events(), top + R"(,"bad":01)" + kStamp)), CheckInputError);
+}
