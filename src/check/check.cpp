@@ -1,15 +1,17 @@
 // The independent verifier (see check.hpp for what it checks and why).
 //
-// Reading. simdjson's DOM parses and validates each document; a DOM number is a double or
-// a 64-bit integer, which cannot hold a Kineto timestamp such as 1683564902133354.123 to
-// the nanosecond. So every number is taken from its own text instead: the DOM walk visits
-// values in document order, and a small scanner over the same bytes (skipping strings)
-// yields the number tokens in that same order. The DOM refuses some numbers JSON allows and
-// compact keeps (integers beyond 64 bits, 1e400): a document holding one is parsed again
-// with a stand-in for every number, and that DOM gives only the structure and the kinds of
-// values. Each event becomes a *canonical text* (object keys sorted, numbers as normalised
-// exact decimals, strings re-escaped one way), which is what "same" and "unchanged"
-// compare; ts and dur also become exact integers in units of 1e-9 microseconds.
+// Reading. simdjson's DOM parses and validates each document, but does not hold every value
+// as JSON has it: a DOM number is a double or a 64-bit integer, which cannot hold a Kineto
+// timestamp such as 1683564902133354.123 to the nanosecond (nor an integer beyond 64 bits),
+// and it will not decode a lone UTF-16 surrogate escape such as \ud800. So every number,
+// key and string is taken from its own text instead: the DOM walk visits them in document
+// order, and a small scanner over the same bytes yields their tokens in that same order. A
+// document whose numbers or escapes the DOM refuses (1e400, \ud800: JSON, and kept by
+// compact) is parsed again with stand-ins for them; its DOM then gives only the structure
+// and the kinds of values. Each event becomes a *canonical text* (object keys sorted,
+// numbers as normalised exact decimals, strings re-escaped one way), which is what "same"
+// and "unchanged" compare; ts and dur also become exact integers in units of 1e-9
+// microseconds.
 //
 // Checking. Multisets keyed by canonical text (slices by identity without tid and
 // args.stream; flows without tid; other events whole), an exact sweep per track for
@@ -207,19 +209,64 @@ class Tokens {
   size_t at_ = 0;
 };
 
-// The number tokens of a document in order.
-class NumberTexts {
- public:
-  explicit NumberTexts(std::string_view json) : tokens_(json) {}
-  std::string_view next() {
-    std::string_view token = tokens_.next();
-    while (!token.empty() && token[0] == '"') token = tokens_.next();
-    return token;
-  }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
- private:
-  Tokens tokens_;
-};
+uint32_t hex_value(std::string_view four) {
+  uint32_t v = 0;
+  for (char c : four) v = v * 16 + uint32_t(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+  return v;
+}
+
+bool surrogate(uint32_t code) { return code >= 0xd800 && code <= 0xdfff; }
+
+// UTF-8, generalised to surrogates (WTF-8): a lone one is three bytes like any code point.
+void append_utf8(uint32_t code, std::string& out) {
+  if (code < 0x80) {
+    out += char(code);
+  } else if (code < 0x800) {
+    out += char(0xc0 | (code >> 6));
+    out += char(0x80 | (code & 0x3f));
+  } else if (code < 0x10000) {
+    out += char(0xe0 | (code >> 12));
+    out += char(0x80 | ((code >> 6) & 0x3f));
+    out += char(0x80 | (code & 0x3f));
+  } else {
+    out += char(0xf0 | (code >> 18));
+    out += char(0x80 | ((code >> 12) & 0x3f));
+    out += char(0x80 | ((code >> 6) & 0x3f));
+    out += char(0x80 | (code & 0x3f));
+  }
+}
+
+// The string a JSON string token (quotes included, valid JSON) stands for. A lone UTF-16
+// surrogate escape such as \ud800, which JSON allows, compact keeps and simdjson will not
+// decode, becomes its WTF-8 bytes, so it compares as what it is and never as \ufffd.
+std::string unescape(std::string_view token) {
+  std::string_view raw = token.substr(1, token.size() - 2);
+  if (raw.find('\\') == std::string_view::npos) return std::string(raw);
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '\\') {
+      out += raw[i];
+      continue;
+    }
+    char c = raw[++i];
+    if (c != 'u') {
+      out += c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
+      continue;
+    }
+    uint32_t code = hex_value(raw.substr(i + 1, 4));
+    i += 4;
+    bool pair = code >= 0xd800 && code < 0xdc00 && raw.substr(i + 1, 2) == "\\u";
+    uint32_t low = pair ? hex_value(raw.substr(i + 3, 4)) : 0;
+    if (low >= 0xdc00 && low <= 0xdfff) {
+      code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+      i += 6;
+    }
+    append_utf8(code, out);
+  }
+  return out;
+}
 
 void append_string(std::string_view s, std::string& out) {
   static const char* hex = "0123456789abcdef";
@@ -239,7 +286,7 @@ void append_string(std::string_view s, std::string& out) {
   out += '"';
 }
 
-using Fields = std::vector<std::pair<std::string_view, std::string>>;  // key, canonical value
+using Fields = std::vector<std::pair<std::string, std::string>>;  // key, canonical value
 
 void sort_fields(Fields& fields) {
   std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -262,16 +309,20 @@ std::string join_fields(const Fields& fields, std::string_view skip = {}) {
 
 class Canonicalizer {
  public:
-  Canonicalizer(std::string_view json, uint64_t& inexact) : numbers_(json), inexact_(inexact) {}
+  Canonicalizer(std::string_view json, uint64_t& inexact) : tokens_(json), inexact_(inexact) {}
 
-  void value(dom::element e, std::string& out) {
+  // The next key or string of the document, read from its text.
+  std::string string() { return unescape(next_token(true)); }
+
+  // Appends the canonical text of `e`; `unescaped` gets a string value itself.
+  void value(dom::element e, std::string& out, std::string* unescaped = nullptr) {
     switch (e.type()) {
       case dom::element_type::OBJECT: {
         Fields fields;
         for (dom::key_value_pair field : dom::object(e)) {
-          std::string v;
+          std::string key = string(), v;
           value(field.value, v);
-          fields.emplace_back(field.key, std::move(v));
+          fields.emplace_back(std::move(key), std::move(v));
         }
         sort_fields(fields);
         out += join_fields(fields);
@@ -289,19 +340,19 @@ class Canonicalizer {
         break;
       }
       case dom::element_type::STRING: {
-        std::string_view s;
-        if (e.get_string().get(s) != simdjson::SUCCESS) s = {};
+        std::string s = string();
         append_string(s, out);
+        if (unescaped) *unescaped = std::move(s);
         break;
       }
       case dom::element_type::INT64:
       case dom::element_type::UINT64:
       case dom::element_type::DOUBLE: {
-        std::string_view text = numbers_.next();
+        std::string_view text = next_token(false);
         Decimal d;
         bool integer = e.type() != dom::element_type::DOUBLE;
         if (!parse_decimal(text, d) || (integer && text.find_first_of(".eE") != std::string_view::npos))
-          throw std::logic_error("internal error: number text out of step with the parsed document");
+          out_of_step();
         out += decimal_text(d);
         break;
       }
@@ -325,12 +376,20 @@ class Canonicalizer {
   }
 
   void finish() {
-    if (!numbers_.next().empty())
-      throw std::logic_error("internal error: number text out of step with the parsed document");
+    if (!tokens_.next().empty()) out_of_step();
   }
 
  private:
-  NumberTexts numbers_;
+  std::string_view next_token(bool string) {
+    std::string_view token = tokens_.next();
+    if (token.empty() || (token[0] == '"') != string) out_of_step();
+    return token;
+  }
+  [[noreturn]] static void out_of_step() {
+    throw std::logic_error("internal error: the text's tokens out of step with the parsed document");
+  }
+
+  Tokens tokens_;
   uint64_t& inexact_;
 };
 
@@ -370,28 +429,26 @@ Event read_event(dom::element element, Canonicalizer& canonical) {
   ev.object = true;
   Fields fields;
   for (dom::key_value_pair field : dom::object(element)) {
-    std::string_view key = field.key;
-    std::string v;
+    std::string key = canonical.string();
+    std::string v, text;  // text: the value itself when it is a string
     if (key == "args" && field.value.type() == dom::element_type::OBJECT) {
       Fields args;
       for (dom::key_value_pair arg : dom::object(field.value)) {
-        std::string a;
+        std::string arg_key = canonical.string(), a;
         canonical.value(arg.value, a);
-        args.emplace_back(arg.key, std::move(a));
+        args.emplace_back(std::move(arg_key), std::move(a));
       }
       sort_fields(args);
       v = join_fields(args);
       ev.args_no_stream = join_fields(args, "stream");
     } else {
-      canonical.value(field.value, v);
+      canonical.value(field.value, v, &text);
       if (key == "args") ev.args_no_stream = v;
     }
-    std::string_view s;
-    bool is_string = field.value.get_string().get(s) == simdjson::SUCCESS;
     bool is_number = field.value.is_number();
-    if (key == "name") ev.name = is_string ? std::string(s) : std::string();
-    if (key == "cat") ev.cat = is_string ? std::string(s) : std::string();
-    if (key == "ph") ev.ph = is_string ? std::string(s) : std::string();
+    if (key == "name") ev.name = text;
+    if (key == "cat") ev.cat = text;
+    if (key == "ph") ev.ph = text;
     if (key == "pid") ev.pid = v;
     if (key == "tid") ev.tid = v;
     if (key == "ts") {
@@ -402,7 +459,7 @@ Event read_event(dom::element element, Canonicalizer& canonical) {
       ev.dur_text = v;
       ev.dur = is_number ? canonical.units(v) : std::nullopt;
     }
-    fields.emplace_back(key, std::move(v));
+    fields.emplace_back(std::move(key), std::move(v));
   }
   sort_fields(fields);
   ev.canon = join_fields(fields);
@@ -440,10 +497,27 @@ bool json_number(std::string_view token) {
   return i == n;
 }
 
-// A copy of `json` in which simdjson's DOM holds every number: each becomes 0 (an integer) or
-// 0.0, since the DOM refuses integers beyond 64 bits and numbers beyond a double's range,
-// which JSON allows and compact keeps. Tokens keep their order and kind, and text that is not
-// JSON stays as it was, so the copy is JSON exactly when `json` is.
+// A string token with \ufffd for every UTF-16 surrogate escape, paired or not.
+void append_string_stand_in(std::string_view token, std::string& out) {
+  for (size_t i = 0; i < token.size(); ++i) {
+    std::string_view escape = token.substr(i, 6);
+    if (escape.size() == 6 && escape[0] == '\\' && escape[1] == 'u' && is_hex(escape[2]) && is_hex(escape[3]) &&
+        is_hex(escape[4]) && is_hex(escape[5]) && surrogate(hex_value(escape.substr(2)))) {
+      out += "\\ufffd";
+      i += 5;
+    } else if (token[i] == '\\' && i + 1 < token.size()) {
+      out += token.substr(i++, 2);  // an escaped backslash does not start an escape
+    } else {
+      out += token[i];
+    }
+  }
+}
+
+// A copy of `json` that simdjson's DOM accepts wherever JSON does. The DOM refuses integers
+// beyond 64 bits, numbers beyond a double's range and lone UTF-16 surrogate escapes, all of
+// which JSON allows and compact keeps: every number becomes 0 (an integer) or 0.0, and every
+// surrogate escape \ufffd. Tokens keep their order and kind, and text that is not JSON stays
+// as it was, so the copy is JSON exactly when `json` is.
 std::string with_stand_ins(std::string_view json) {
   std::string out;
   out.reserve(json.size() + simdjson::SIMDJSON_PADDING);  // no token grows: parsed in place
@@ -453,7 +527,9 @@ std::string with_stand_ins(std::string_view json) {
     size_t at = size_t(token.data() - json.data());
     out.append(json.substr(copied, at - copied));
     copied = at + token.size();
-    if (token[0] != '"' && json_number(token))
+    if (token[0] == '"')
+      append_string_stand_in(token, out);
+    else if (json_number(token))
       out += token.find_first_of(".eE") == std::string_view::npos ? "0" : "0.0";
     else
       out.append(token);
@@ -462,13 +538,13 @@ std::string with_stand_ins(std::string_view json) {
   return out;
 }
 
-// The document's structure. Its numbers are read from the text (NumberTexts), so when the DOM
-// refuses one, the document is parsed again with stand-ins for all of them.
+// The document's structure. Its numbers and strings are read from the text (Canonicalizer),
+// so when the DOM refuses one, the document is parsed again with stand-ins.
 dom::element parse_structure(dom::parser& parser, std::string_view json, bool compacted) {
   dom::element root;
   auto error = parser.parse(json.data(), json.size()).get(root);
   std::string stand_ins;
-  if (error == simdjson::NUMBER_ERROR) {
+  if (error == simdjson::NUMBER_ERROR || error == simdjson::STRING_ERROR) {
     stand_ins = with_stand_ins(json);
     error = parser.parse(stand_ins).get(root);
   }
@@ -485,7 +561,8 @@ Document read_document(std::string_view json, bool compacted, uint64_t& inexact)
   Canonicalizer canonical(json, inexact);
   bool seen = false;
   for (dom::key_value_pair field : dom::object(root)) {
-    if (field.key == "traceEvents" && !seen) {
+    std::string key = canonical.string();
+    if (key == "traceEvents" && !seen) {
       if (field.value.type() != dom::element_type::ARRAY)
         throw CheckInputError(compacted, "not a trace: traceEvents is not an array");
       seen = true;
@@ -493,7 +570,7 @@ Document read_document(std::string_view json, bool compacted, uint64_t& inexact)
     } else {
       std::string v;
       canonical.value(field.value, v);
-      doc.top.emplace_back(std::string(field.key), std::move(v));
+      doc.top.emplace_back(std::move(key), std::move(v));
     }
   }
   if (!seen) throw CheckInputError(compacted, "not a trace: no traceEvents array");

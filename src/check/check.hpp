@@ -1,7 +1,9 @@
 // `tracelane check ORIGINAL COMPACTED`: an independent verifier of a single-trace
 // compaction (ours or any other tool's). It shares nothing with the compactor but the
-// file reading: it parses both traces with simdjson's DOM API, takes every number from its
-// own text (so times compare exactly, never through a double) and checks, from scratch:
+// file reading: it parses both traces with simdjson's DOM API, takes every number and string
+// from its own text (so times compare exactly, never through a double, and an integer beyond
+// 64 bits or a lone surrogate escape such as \ud800 is read as JSON has it) and checks, from
+// scratch:
 //   - every measured slice of ORIGINAL (cat kernel, Kernel, gpu_memcpy, gpu_memset, Memcpy,
 //     Memset; and every cuda_sync X event) is in COMPACTED with the same name, cat, ph,
 //     pid, ts, dur and args except `stream` (a multiset: missing and extra are counted);

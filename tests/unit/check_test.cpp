@@ -240,3 +240,28 @@ TEST(Check, NumbersBeyondA64BitIntegerOrADoubleAreReadFromTheirText) {
   // A number JSON does not allow is still refused beside them.
   EXPECT_THROW(check_traces(original, trace(compacted_events(), top + R"(,"bad":01)" + kStamp)), CheckInputError);
 }
+
+// A lone UTF-16 surrogate escape is JSON; simdjson's DOM will not decode it, and compact
+// keeps it as written (here in a top-level value, a kernel's name, a CPU event's name and an
+// args key): check reads it, compares it as what it is, and tells it from U+FFFD.
+TEST(Check, LoneSurrogateEscapesAreReadAndComparedAsWritten) {
+  auto with_surrogates = [](std::vector<std::string> events, const std::string& lone) {
+    events[0] = R"({"ph":"X","cat":"cpu_op","name":"aten::mm)" + lone +
+                R"(","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":1,"k\udc00":"\ud83d\ude00"}})";
+    events[1].replace(events[1].find(R"("k1")"), 4, R"("k1\udbff")");
+    return events;
+  };
+  const std::string top = R"(,"note":["x\ud800y"])";
+  std::string original = trace(with_surrogates(original_events(), R"(\ud800)"), top);
+  CheckReport report = check_traces(original, trace(with_surrogates(compacted_events(), R"(\uD800)"), top + kStamp));
+  EXPECT_TRUE(report.ok()) << format_report(report);
+  EXPECT_EQ(report.measured_slices, 2u);
+  // The same text spelled another way is the same string; U+FFFD in its place is not.
+  auto respelled = with_surrogates(compacted_events(), R"(\ud800)");
+  respelled[0].replace(respelled[0].find(R"("\ud83d\ude00")"), 14, "\"\xf0\x9f\x98\x80\"");
+  EXPECT_TRUE(check_traces(original, trace(respelled, top + kStamp)).ok());
+  report = check_traces(original, trace(with_surrogates(compacted_events(), R"(\ufffd)"), top + kStamp));
+  EXPECT_EQ(report.count(ViolationKind::missing_event), 1u) << format_report(report);
+  // An escape JSON does not allow is still refused beside them.
+  EXPECT_THROW(check_traces(original, trace(compacted_events(), top + R"(,"bad":"\x")" + kStamp)), CheckInputError);
+}
