@@ -10,8 +10,14 @@
 // compact) is parsed again with stand-ins for them; its DOM then gives only the structure
 // and the kinds of values. Each event becomes a *canonical text* (object keys sorted,
 // numbers as normalised exact decimals, strings re-escaped one way), which is what "same"
-// and "unchanged" compare; ts and dur also become exact integers in units of 1e-9
-// microseconds.
+// and "unchanged" compare.
+//
+// Time. ts and dur also become integer nanoseconds, each rounded from its exact decimal
+// half away from zero, and an X event spans [ts, ts + dur] in those. That is how Perfetto
+// reads them (llround(us * 1000) for each of ts and dur, the slice ending at their sum) and
+// how compact places slices (SPEC 9.1), so two slices that overlap by a fraction of a
+// nanosecond only in their decimals touch on a lane, as they do on Perfetto's screen, and two
+// that touch in their decimals but overlap once rounded do not share one.
 //
 // Checking. Multisets keyed by canonical text (slices by identity without tid and
 // args.stream; flows without tid; other events whole), an exact sweep per track for
@@ -54,9 +60,9 @@ uint64_t CheckReport::violation_count() const {
 namespace {
 
 namespace dom = simdjson::dom;
-using Units = __int128;  // 1e-9 microseconds
-constexpr int64_t kUnitDecimals = 9;
-constexpr int64_t kUnitsPerMicrosecond = 1'000'000'000;
+using Units = __int128;  // nanoseconds
+constexpr int64_t kUnitDecimals = 3;
+constexpr int64_t kUnitsPerMicrosecond = 1'000;
 
 // ---- Exact decimals ---------------------------------------------------------------------
 
@@ -137,7 +143,7 @@ std::string decimal_text(const Decimal& d) {
   return s;
 }
 
-// Exact units of 1e-9 us; values with more decimals are rounded (half up) and counted.
+// Whole nanoseconds; a value with more decimals is rounded half away from zero and counted.
 std::optional<Units> to_units(const Decimal& d, uint64_t& inexact) {
   if (d.digits.empty()) return Units(0);
   int64_t shift = d.exponent + kUnitDecimals;
@@ -368,7 +374,7 @@ class Canonicalizer {
     }
   }
 
-  // Exact units of a canonical number text.
+  // The nanoseconds of a canonical number text of microseconds.
   std::optional<Units> units(const std::string& canonical) {
     Decimal d;
     if (!parse_decimal(canonical, d)) return std::nullopt;
@@ -742,7 +748,7 @@ void check_tracks(const Document& compacted, CheckReport& report, Recorder& rec)
   }
 }
 
-// "ts lies within [start, end] of some X event of its (pid, tid)", exactly.
+// "ts lies within [start, end] of some X event of its (pid, tid)", in whole nanoseconds.
 class Coverage {
  public:
   explicit Coverage(const Document& doc) {
@@ -904,7 +910,8 @@ std::string format_report(const CheckReport& r, size_t listed) {
   s += "top-level keys: " + n(r.top_level_keys_checked) + " checked: missing or changed " +
        k(ViolationKind::changed_top_level) + "\n";
   if (r.inexact_times)
-    s += "note: " + n(r.inexact_times) + " ts/dur values have more than 9 decimals; compared rounded to 1e-9 us\n";
+    s += "note: " + n(r.inexact_times) +
+         " ts/dur values have digits past the nanosecond; compared rounded to the nanosecond, as Perfetto reads them\n";
   uint64_t total = r.violation_count();
   if (total) {
     s += "violations by kind:";

@@ -9,7 +9,8 @@
 //     pid, ts, dur and args except `stream` (a multiset: missing and extra are counted);
 //   - on every GPU track of COMPACTED (a (pid, tid) holding measured, cuda_sync or
 //     gpu_user_annotation X events) no two X events partially overlap (nesting and
-//     touching are fine), and measured slices on one lane do not overlap at all;
+//     touching are fine), and measured slices on one lane do not overlap at all, judged
+//     as Perfetto draws them: in integer nanoseconds, ts and dur each rounded;
 //   - every flow endpoint (ph s/t/f) on a GPU pid lies inside an X event of its own track
 //     (those already unbound in ORIGINAL are only warned about) and none was lost;
 //   - every other event of ORIGINAL (not a measured slice, gpu_user_annotation, GPU-pid
@@ -65,7 +66,7 @@ struct CheckReport {
   uint64_t other_events_checked = 0;
   uint64_t other_events_added = 0;                  // in COMPACTED only, not GPU ones: info
   uint64_t top_level_keys_checked = 0;
-  uint64_t inexact_times = 0;  // ts/dur with more than 9 decimals (rounded to 1e-9 us)
+  uint64_t inexact_times = 0;  // ts/dur with digits past the nanosecond (compared rounded)
   std::array<uint64_t, kViolationKinds> by_kind{};
   std::vector<Violation> violations;  // the first CheckOptions::max_recorded, by check
 

@@ -32,6 +32,8 @@ const char* kCheckHelp =
     "    already unbound in ORIGINAL are a warning) and none was lost;\n"
     "  - every other event of ORIGINAL, and every top-level key, is in COMPACTED unchanged.\n"
     "Values compare exactly (numbers as decimals from their text, object keys unordered).\n"
+    "Overlaps are judged as Perfetto draws them: in whole nanoseconds, ts and dur each\n"
+    "rounded half away from zero.\n"
     "It is for one trace and its compaction, not for merged PP outputs (merging renumbers\n"
     "pids and shifts times, so every event would differ).\n"
     "It also reports COMPACTED's restore data (SPEC 9.12): absent; or present, complete\n"

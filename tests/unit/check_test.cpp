@@ -265,3 +265,28 @@ TEST(Check, LoneSurrogateEscapesAreReadAndComparedAsWritten) {
   // An escape JSON does not allow is still refused beside them.
   EXPECT_THROW(check_traces(original, trace(compacted_events(), top + R"(,"bad":"\x")" + kStamp)), CheckInputError);
 }
+
+// Perfetto reads ts and dur as whole nanoseconds, each rounded (llround(us * 1000)), and
+// ends an X event at their sum; compact places slices the same way (SPEC 9.1). check judges
+// lanes so too: slices that overlap by a fraction of a nanosecond in their decimals touch,
+// and slices that touch in their decimals but overlap once rounded overlap.
+TEST(Check, LanesAreJudgedInNanosecondsRoundedAsPerfettoReadsThem) {
+  auto kernel = [](const std::string& name, int tid, const std::string& ts, const std::string& dur) {
+    return R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":)" + std::to_string(tid) +
+           R"(,"ts":)" + ts + R"(,"dur":)" + dur + R"(,"args":{"stream":)" + std::to_string(tid) + "}}";
+  };
+  // a ends at 1000.0000004 us, 0.4 ps after b starts: both read as 1000000 ns.
+  CheckReport report = check_traces(trace({kernel("a", 7, "999", "1.0000004"), kernel("b", 8, "1000", "1")}),
+                                    trace({kernel("a", 1008, "999", "1.0000004"), kernel("b", 1008, "1000", "1")}));
+  EXPECT_TRUE(report.ok()) << format_report(report);
+  EXPECT_EQ(report.inexact_times, 2u);
+  // c spans [2000.0006, 2000.0012] us, touching d's start, but reads as [2000001, 2000002] ns
+  // and d as starting at 2000001 ns: on one lane Perfetto would see them overlap.
+  report = check_traces(trace({kernel("c", 7, "2000.0006", "0.0006"), kernel("d", 8, "2000.0012", "1")}),
+                        trace({kernel("c", 1008, "2000.0006", "0.0006"), kernel("d", 1008, "2000.0012", "1")}));
+  EXPECT_EQ(report.count(ViolationKind::lane_overlap), 1u) << format_report(report);
+  EXPECT_EQ(report.violation_count(), 1u) << format_report(report);
+  // A sub-nanosecond change of a slice's dur is still a changed slice.
+  report = check_traces(trace({kernel("a", 7, "999", "1.0000004")}), trace({kernel("a", 1008, "999", "1.0000003")}));
+  EXPECT_EQ(report.count(ViolationKind::missing_slice), 1u) << format_report(report);
+}
