@@ -13,9 +13,16 @@ For every corpus/single trace tracelane accepts (and golden/pp4/rank0_trace.json
   The number of annotation crossings it reports must equal the count of this suite's own
   Python reference (e2e_common.overlap_report) on the golden.
 - bad usage and unreadable inputs exit 2 with "path: reason".
+
+With --suite agrees (no corpus needed): small traces that hold what JSON allows and simdjson's
+DOM refuses (integers beyond 64 bits, 1e400, lone surrogate escapes), and slices whose
+decimals overlap by a fraction of a nanosecond. compact must accept each, and check must pass
+its output: check accepts every trace compact accepts, and both judge time in whole
+nanoseconds, ts and dur each rounded, as Perfetto reads them (SPEC 9.1).
 """
 
 import glob
+import json
 import os
 import re
 import sys
@@ -109,8 +116,57 @@ def check_refusals(args, shared, workdir, checks):
     checks.check(result.returncode == 2, f"check with one file must exit 2: {e2e.describe(result)}")
 
 
+def kernel(name, tid, ts, dur, args=""):
+    return (f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": {tid}, "ts": {ts}, '
+            f'"dur": {dur}, "args": {{"stream": {tid}{args}}}}}')
+
+
+def cpu_op(name, pid, args=""):
+    return f'{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": {pid}, "tid": 1, "ts": 1, "dur": 1, "args": {{{args}}}}}'
+
+
+# name: (top-level keys before traceEvents, events, the lanes compact must make or None)
+AGREEMENT_CASES = {
+    "big_numbers": ('"big": 123456789012345678901234567890, "huge": -1e400, ',
+                    [kernel("a", 7, "1", "2", ', "x": 18446744073709551616'), kernel("b", 8, "2", "2"),
+                     cpu_op("op", "123456789012345678901234567890", '"y": 1e400')], None),
+    "lone_surrogates": ('"note": ["x\\ud800y"], ',
+                        [kernel("k\\ud800", 7, "1", "2"), kernel("b", 8, "2", "2", ', "\\udc00": "\\udbff"'),
+                         cpu_op("op\\udfff", 1)], None),
+    # a ends at 1000.0000004 us, b starts at 1000: both 1000000 ns, so they touch.
+    "sub_nanosecond_overlap": ("", [kernel("a", 7, "999", "1.0000004"), kernel("b", 8, "1000", "1")], 1),
+    # c spans [2000.0006, 2000.0012] us, d starts at 2000.0012: [2000001, 2000002] ns against
+    # 2000001 ns, an overlap in Perfetto's reading, so two lanes.
+    "sub_nanosecond_touch": ("", [kernel("c", 7, "2000.0006", "0.0006"), kernel("d", 8, "2000.0012", "1")], 2),
+}
+
+
+def check_agrees_with_compact(args, workdir, checks):
+    for name, (top, events, lanes) in AGREEMENT_CASES.items():
+        trace = e2e.write_file(os.path.join(workdir, f"{name}.json"),
+                               ("{" + top + '"traceEvents": [\n' + ",\n".join(events) + "\n]}").encode())
+        output = os.path.join(workdir, f"{name}_compacted.json")
+        result = e2e.tracelane(args, "compact", trace, "-o", output, "--overwrite")
+        if not checks.check(result.returncode == 0, f"{name}: compact must accept it: {e2e.describe(result)}"):
+            continue
+        if lanes is not None:
+            found = json.loads(result.stdout)["compacted_lanes"]
+            checks.check(found == lanes, f"{name}: compact made {found} lanes, not {lanes}")
+        result = e2e.tracelane(args, "check", trace, output)
+        if checks.check(result.returncode == 0 and result.stdout.rstrip().endswith("check: OK"),
+                        f"{name}: check of compact's output must pass: {e2e.describe(result)}\n{result.stdout[-600:]}"):
+            print(f"--- {name}: compact and check agree", flush=True)
+
+
 def main():
-    args = e2e.parse_args(__doc__, lambda p: p.add_argument("--jobs", type=int, default=2))
+    args = e2e.parse_args(__doc__, lambda p: (
+        p.add_argument("--jobs", type=int, default=2),
+        p.add_argument("--suite", choices=("corpus", "agrees"), default="corpus")))
+    if args.suite == "agrees":
+        checks = e2e.Checks("check[agrees]")
+        with e2e.temp_dir("check-agrees") as workdir:
+            check_agrees_with_compact(args, workdir, checks)
+        return checks.finish()
     shared = e2e.shared_dir(args)
     checks = e2e.Checks("check")
     with e2e.temp_dir("check") as workdir:
