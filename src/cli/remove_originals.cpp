@@ -16,19 +16,22 @@
 //   3. per iteration, all files or none, under the directory's lock (DirectoryLock: a
 //      writer that read an original earlier cannot put its copy in place once the
 //      original is gone): every file verified is checked once more
-//      (fstatat, AT_SYMLINK_NOFOLLOW), then each is checked again just before
-//      unlinkat(dirfd, name, 0). Removing part of an iteration would make the next sweep
+//      (fstatat, AT_SYMLINK_NOFOLLOW), the directory is listed again (a rank file that
+//      appeared since the sweep listed it keeps them all: the merged output does not cover
+//      it), then each is checked again just before unlinkat(dirfd, name, 0). Removing part of an iteration would make the next sweep
 //      merge the ranks that are left and replace the merged output of all of them.
 //
 // A copy whose restore fails or differs is not a faithful copy: the file is kept and the
 // sweep exits 1 (report cell "kept: restore differs: ...").
 #include "remove_originals.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -36,6 +39,7 @@
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
+#include "discovery.hpp"
 #include "printable.hpp"
 #include "report.hpp"
 #include "memory_budget.hpp"
@@ -129,6 +133,29 @@ std::optional<std::string> copy_refusal(const std::string& name, const struct st
   if (st.st_uid != ::geteuid()) return name + ": owned by another user";
   if (st.st_mode & (S_IWGRP | S_IWOTH)) return name + ": writable by others";
   return std::nullopt;
+}
+
+// A rank file in the directory open as `dir_fd` that is none of `known` (the iteration's
+// rank files this sweep merged), or nothing. Such a rank appeared after the sweep listed
+// the directory: the merged output does not cover it, and once the others are gone the
+// next sweep would merge it alone over the merged output of all of them.
+std::optional<std::string> rank_file_added(int dir_fd, const std::vector<std::string>& known) {
+  int listing_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* listing = listing_fd < 0 ? nullptr : ::fdopendir(listing_fd);
+  if (!listing) {
+    if (listing_fd >= 0) ::close(listing_fd);
+    return std::string("cannot list its directory again: ") + std::strerror(errno);
+  }
+  std::optional<std::string> added;
+  while (const struct dirent* entry = ::readdir(listing)) {
+    std::string name = entry->d_name;
+    if (is_sweep_input_name(name) && std::find(known.begin(), known.end(), name) == known.end()) {
+      added = name + " appeared in the directory after the sweep listed it; the merged output does not cover it";
+      break;
+    }
+  }
+  ::closedir(listing);
+  return added;
 }
 
 Check verify(const OriginalFile& file, uint64_t max_bytes) {
@@ -330,6 +357,15 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
     }
     if (blocker != SIZE_MAX) {
       keep_all(blocker);
+      continue;
+    }
+    std::vector<std::string> known;
+    for (size_t i : members) known.push_back(files[i].name);
+    if (auto added = rank_file_added(dir.fd, known)) {
+      for (size_t i : members) {
+        verdicts[i].reason = *added;
+        checks[i].kind = Check::kept;
+      }
       continue;
     }
     for (size_t i : members) {

@@ -183,6 +183,31 @@ TEST(RemoveOriginals, ACopyOfAnotherOriginalIsNotFaithfulAndKeepsItsWholeIterati
   EXPECT_FALSE(has_failures({row}));
 }
 
+TEST(RemoveOriginals, ARankFileThatAppearedAfterTheListingKeepsItsIterationsOriginals) {
+  // rank2 was written into the iteration after the sweep listed it (a job still writing its
+  // ranks): the merged output covers ranks 0 and 1 only. Removing their originals would
+  // leave rank2 alone, and the next sweep would merge it alone over the merge of all three.
+  Scratch scratch;
+  for (const char* rank : {"0", "1"}) {
+    std::string original = original_text(30);
+    scratch.file(std::string("it/rank") + rank + "_trace.json", original);
+    scratch.file(std::string("it/rank") + rank + "_trace_compacted.json", compacted_text(original));
+  }
+  std::vector<OriginalFile> files{original_file(scratch.root / "it", "rank0_trace.json", 0),
+                                  original_file(scratch.root / "it", "rank1_trace.json", 0)};
+  scratch.file("it/rank2_trace.json.gz", "written since");
+  std::vector<OriginalVerdict> verdicts = remove_originals(files, 1 << 30, 2, no_errors);
+  ASSERT_EQ(verdicts.size(), 2u);
+  for (const OriginalVerdict& verdict : verdicts) {
+    EXPECT_EQ(verdict.kind, OriginalVerdict::kept);
+    EXPECT_EQ(verdict.reason,
+              "rank2_trace.json.gz appeared in the directory after the sweep listed it; the merged output does not "
+              "cover it");
+  }
+  EXPECT_TRUE(fs::exists(scratch.root / "it/rank0_trace.json"));
+  EXPECT_TRUE(fs::exists(scratch.root / "it/rank1_trace.json"));
+}
+
 TEST(RemoveOriginals, ACopyWithoutRestoreDataOrMissingKeepsTheOriginal) {
   Scratch scratch;
   std::string original = original_text(20);
