@@ -19,6 +19,18 @@ bool is_sweep_input_name(const std::string& filename, long long* rank) {
   return !is_our_output_name(filename) && is_rank_trace_name(filename, rank);
 }
 
+bool is_rank_copy_name(const std::string& filename, long long* rank, std::string* original) {
+  static const std::string kMarker = "_trace_compacted.json";
+  size_t at = filename.rfind(kMarker);
+  if (at == std::string::npos) return false;
+  std::string rest = filename.substr(at + kMarker.size());
+  if (!rest.empty() && rest != ".gz") return false;
+  std::string name = filename.substr(0, at) + "_trace.json" + rest;
+  if (!is_sweep_input_name(name, rank)) return false;
+  if (original) *original = name;
+  return true;
+}
+
 std::string run_of(const std::string& rel, const std::string& root_name) {
   std::vector<std::string> parts;
   if (rel != ".") {
@@ -62,6 +74,35 @@ uint64_t estimate_uncompressed_bytes(const fs::path& path, uint64_t bytes_on_dis
 }
 
 namespace {
+
+// The compacted copies in `names` (the directory open as `fd`) of ranks that have no rank
+// file in `ranks`: each a RankFile `from_copy`. Only a regular file of ours that nobody
+// else may write stands in for an original (the standard --remove-originals holds a copy
+// to before it removes one); any other is left out, and the merge that would drop its rank
+// is refused (plan_sweep).
+void add_copies_of_gone_originals(int fd, const fs::path& dir, const std::vector<std::string>& names,
+                                  std::vector<RankFile>& ranks) {
+  for (const std::string& name : names) {
+    long long rank = 0;
+    if (!is_rank_copy_name(name, &rank)) continue;
+    // Gone: no rank file of that rank, nor a copy taken already (.json beside .json.gz).
+    bool gone = std::none_of(ranks.begin(), ranks.end(), [&](const RankFile& file) { return file.rank == rank; });
+    struct stat st {};
+    if (!gone || ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+      continue;
+    uint64_t size = uint64_t(st.st_size);
+    uint64_t estimate = size;
+    int file_fd = ::openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (file_fd >= 0) {
+      estimate = estimate_uncompressed_bytes(file_fd, size);
+      ::close(file_fd);
+    }
+    RankFile file{dir / name, rank, size, estimate, identity_of(st), false};
+    file.from_copy = true;
+    ranks.push_back(std::move(file));
+  }
+}
 
 // The walk holds one open directory per level (openat relative to its parent), so a path
 // longer than PATH_MAX is no limit to it; only the number of open files is, and the soft
@@ -183,6 +224,7 @@ struct Walker {
       iteration.ranks.push_back(std::move(file));
     }
     if (!iteration.ranks.empty()) {
+      add_copies_of_gone_originals(fd, dir, names, iteration.ranks);
       std::stable_sort(iteration.ranks.begin(), iteration.ranks.end(),
                        [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });
       iteration.dir = dir;

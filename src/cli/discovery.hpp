@@ -21,6 +21,10 @@ struct RankFile {
   uint64_t bytes_uncompressed = 0;  // estimate: the gzip trailer's ISIZE, else bytes_on_disk
   FileIdentity identity;            // as discovery saw it (stat through the name)
   bool through_link = false;        // the name is a symlink (of ours) to the file
+  // The rank's original is gone (removed by --remove-originals, say) and `path` is its
+  // compacted copy: the iteration's merge restores the original from it (SPEC 9.12) so that
+  // the merged output keeps every rank.
+  bool from_copy = false;
 };
 
 // A directory holding one or more rank<N>_trace.json[.gz] files.
@@ -29,7 +33,7 @@ struct IterationDir {
   std::string rel;  // relative to ROOT, '/'-separated; "." for ROOT itself
   std::string run;  // the component before profile_trace, else the grandparent (see run_of)
   std::string iteration;  // the directory's name
-  std::vector<RankFile> ranks;  // sorted by rank number, then name
+  std::vector<RankFile> ranks;  // sorted by rank number, then name; copies of gone originals too
   bool through_dir_link = false;  // reached through a directory symbolic link below ROOT
 };
 
@@ -48,6 +52,9 @@ struct Discovery {
 
 // A rank trace we read: rank<N>_trace.json[.gz], never one of our own outputs.
 bool is_sweep_input_name(const std::string& filename, long long* rank = nullptr);
+// A rank's compacted copy as compact and sweep name it: rank<N>_trace_compacted.json[.gz].
+// `original` gets the rank file's name it was made from.
+bool is_rank_copy_name(const std::string& filename, long long* rank = nullptr, std::string* original = nullptr);
 
 // Walks ROOT depth first through directory descriptors (openat: no PATH_MAX limit),
 // following directory symlinks once (a directory reached twice, by a loop or by a second

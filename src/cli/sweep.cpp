@@ -145,6 +145,7 @@ std::vector<OriginalFile> original_files(const SweepPlan& plan, const Discovery&
     if (!refusal && !dry_run) refusal = iteration_not_done(statuses, merge_status);
     for (size_t r : iteration->ranks) {
       const RankTask& task = *plan.ranks[r];
+      if (task.file->from_copy) continue;  // its original is gone already
       OriginalFile file;
       file.dir = iteration->dir->dir;
       file.name = task.file->path.filename().string();
@@ -186,7 +187,9 @@ std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& optio
                        [](const std::string& line) { print_error(line); });
   size_t i = 0;
   for (const auto& iteration : plan.iterations)
-    for (size_t r : iteration->ranks) plan.ranks[r]->row.set("original", original_cell(verdicts[i++]));
+    for (size_t r : iteration->ranks)
+      plan.ranks[r]->row.set("original", plan.ranks[r]->file->from_copy ? std::string("removed")
+                                                                          : original_cell(verdicts[i++]));
   return verdicts;
 }
 

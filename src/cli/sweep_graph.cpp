@@ -182,7 +182,10 @@ class Sweep {
         // Once more: a writer may just have finished. Still changing: failed, not kept.
         json = read_step(task.file->path, task.read_identity, read, options_.job);
       }
-      task.row.set("input_bytes", int64_t(task.read_identity.size));  // the file read
+      if (task.file->from_copy)
+        json = original_text_from_copy(std::move(json), task.file->path.string(), read.max_bytes);
+      else
+        task.row.set("input_bytes", int64_t(task.read_identity.size));  // the file read
       task.trace.emplace(parse_step(std::move(json), task.file->path, options_.job, true));
       task.row.set("events", int64_t(task.trace->events.size()));
       task.row.set("pp_rank", int64_t(single_trace_pp_rank(*task.trace)));
@@ -305,7 +308,7 @@ class Sweep {
       for (size_t r : iteration.ranks) {
         RankTask& task = *ranks_[r];
         identities.push_back({task.file->path.filename().string(), task.read_identity, task.file->path});
-        inputs.push_back({task.file->path.filename().string(), std::move(*task.compacted)});
+        inputs.push_back({original_name(*task.file), std::move(*task.compacted)});
         task.compacted.reset();
       }
       // `done` is filled once the merged size is known, and stored with the output.

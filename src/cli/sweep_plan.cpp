@@ -58,7 +58,38 @@ void mark_skipped(Row& row, const fs::path& output) {
     fill_figures_from_record(row, *figures);
 }
 
+// The ranks the merged output there covers, from the record stored with it, or nothing
+// (no merged output, or none with a record that is ours and fits it).
+std::optional<int64_t> ranks_covered(const fs::path& merged_output) {
+  auto record = read_record(merged_output);
+  Row recorded(RowKind::merge);
+  if (!record || !fill_from_record(recorded, *record, size_of(merged_output))) return std::nullopt;
+  const Cell& ranks = recorded.get("ranks");
+  return std::holds_alternative<int64_t>(ranks) ? std::optional(std::get<int64_t>(ranks)) : std::nullopt;
+}
+
+// A merge never shrinks: when the merged output there covers more ranks than the
+// iteration has now (rank files, or compacted copies standing in for removed ones), both
+// a rank file and its copy are gone, and merging what is left would replace the merge of
+// all of them with a merge of some. It is kept, and the row says so (failed: exit 1).
+void refuse_a_smaller_merge(IterationTask& iteration, size_t ranks_here) {
+  std::optional<int64_t> covered = ranks_covered(iteration.merged_output);
+  if (!covered || *covered <= int64_t(ranks_here)) return;
+  iteration.merge = false;
+  iteration.merge_row.set("status", std::string("failed"))
+      .set("error", iteration.dir->dir.string() + ": not merged: " + kMergedName + " covers " +
+                        std::to_string(*covered) + " ranks and only " + std::to_string(ranks_here) +
+                        " are here (rank files, or compacted copies of removed ones); it is kept, as merging these "
+                        "would drop the others");
+}
+
 }  // namespace
+
+std::string original_name(const RankFile& file) {
+  std::string name = file.path.filename().string();
+  std::string original;
+  return file.from_copy && is_rank_copy_name(name, nullptr, &original) ? original : name;
+}
 
 // An output is up to date when it is a regular file (not a link someone planted) whose
 // kInputsAttribute names exactly the inputs as they are now: same names, devices, inodes,
@@ -101,6 +132,7 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
       for (const RankFile& file : dir.ranks) input_bytes += int64_t(file.bytes_on_disk);
       row.set("input_bytes", input_bytes);
       if (!iteration->merge) mark_skipped(row, iteration->merged_output);
+      if (iteration->merge) refuse_a_smaller_merge(*iteration, dir.ranks.size());
       if (iteration->merge) {
         // The guard, before any rank is read for the merge (again before writing it).
         std::vector<fs::path> rank_paths;
@@ -117,15 +149,18 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
       auto task = std::make_unique<RankTask>();
       task->iteration = iteration.get();
       task->file = &file;
-      task->output = default_compact_output(file.path);
+      // A copy standing in for its gone original is its own output, and up to date.
+      task->output = file.from_copy ? file.path : default_compact_output(file.path);
       task->estimate = file.bytes_uncompressed;
-      task->write_output = options.overwrite || !up_to_date(task->output, {&file}, recipe);
+      task->write_output = !file.from_copy && (options.overwrite || !up_to_date(task->output, {&file}, recipe));
       task->for_merge = iteration->merge;
       task->process = task->write_output || task->for_merge;
       Row& row = task->row;
-      row.set("dir", dir.rel).set("file", file.path.filename().string()).set("run", dir.run);
+      row.set("dir", dir.rel).set("file", original_name(file)).set("run", dir.run);
       row.set("iteration", dir.iteration).set("rank", int64_t(file.rank));
-      row.set("input_bytes", int64_t(file.bytes_on_disk)).set("output", task->output.filename().string());
+      row.set("output", task->output.filename().string());
+      // A copy's row takes the original's size from the copy's record (mark_skipped).
+      if (!file.from_copy) row.set("input_bytes", int64_t(file.bytes_on_disk));
       if (!task->write_output) mark_skipped(row, task->output);
       iteration->ranks.push_back(plan.ranks.size());
       plan.ranks.push_back(std::move(task));
@@ -158,6 +193,8 @@ void print_plan(const SweepPlan& plan) {
       if (task.write_output)
         std::cout << "compact " << rel_file(task, task.file->path) << " -> " << printable(task.output.filename().string())
                   << "\n";
+      else if (task.process && task.file->from_copy)
+        std::cout << "restore " << rel_file(task, task.file->path) << " (its rank file is gone; needed by the merge)\n";
       else if (task.process)
         std::cout << "read    " << rel_file(task, task.file->path) << " (output up to date; needed by the merge)\n";
       else
@@ -167,6 +204,9 @@ void print_plan(const SweepPlan& plan) {
       if (iteration->merge)
         std::cout << "merge   " << printable(iteration->dir->rel) << " (" << iteration->ranks.size() << " ranks) -> "
                   << kMergedName << "\n";
+      else if (const Cell& error = iteration->merge_row.get("error"); std::holds_alternative<std::string>(error))
+        std::cout << "keep    " << printable(iteration->dir->rel) << "/" << kMergedName << " ("
+                  << printable(std::get<std::string>(error)) << ")\n";
       else
         std::cout << "skip    " << printable(iteration->dir->rel) << "/" << kMergedName << " (up to date)\n";
     }

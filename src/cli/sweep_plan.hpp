@@ -110,6 +110,10 @@ std::vector<Row> plan_rows(const SweepPlan& plan);
 // owns when their writer is no longer running on this host.
 void remove_stale_temporaries(const SweepPlan& plan);
 
+// The rank file's name: the file's own, or for a copy standing in for a gone original
+// (RankFile::from_copy), the original's.
+std::string original_name(const RankFile& file);
+
 // An output is up to date when it is a regular file of ours whose inputs record names
 // exactly `inputs` as they are now, made with `recipe`.
 bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inputs, std::string_view recipe);

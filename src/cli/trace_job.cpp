@@ -4,6 +4,7 @@
 #include <iostream>
 #include <utility>
 
+#include "tracelane/restore.hpp"
 #include "tracelane/summary.hpp"
 
 namespace tracelane::cli {
@@ -34,6 +35,20 @@ std::string read_step(const fs::path& input, FileIdentity& identity, const ReadO
                       const JobOptions& job) {
   Timings::Scope scope(job.timings, "read");
   return read_trace_bytes(input, &identity, read);
+}
+
+std::string original_text_from_copy(std::string copy_text, const std::string& copy, uint64_t max_bytes) {
+  std::vector<RestoreRecordInfo> records = list_restore_records(copy_text, copy);
+  if (records.empty())
+    throw Error(copy + ": its rank file is gone and it holds no restore data (--no-restore-data): the merge cannot "
+                       "include this rank");
+  if (records.size() != 1)
+    throw Error(copy + ": holds " + std::to_string(records.size()) + " restore records, not the one of a rank");
+  if (records[0].original_bytes > max_bytes)
+    throw LargerThanAdmitted(copy + ": restores more than the " + std::to_string(max_bytes) + " bytes admitted",
+                             records[0].original_bytes);
+  std::string original = restore_original(std::move(copy_text), copy, 0);
+  return is_gzip(original) ? gunzip(original, copy + " (its original, restored)", max_bytes) : original;
 }
 
 Trace parse_step(std::string json, const fs::path& input, const JobOptions& job, bool beside_others) {

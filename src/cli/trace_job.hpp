@@ -65,6 +65,11 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
 // its refusals belong (compact: before --preview's; sweep: in the rank's row).
 std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read,
                       const JobOptions& job);
+// A rank whose file is gone, read from its compacted copy (`copy_text`, decompressed): the
+// text of the original the copy's one restore record gives back, decompressed when the
+// original was gzip. Throws Error naming the copy (no restore data, several records,
+// damaged), or LargerThanAdmitted beyond `max_bytes`.
+std::string original_text_from_copy(std::string copy_text, const std::string& copy, uint64_t max_bytes);
 // Parse.
 Trace parse_step(std::string json, const fs::path& input, const JobOptions& job, bool beside_others = false);
 // Compact. The result may be already laned (SPEC 9.8): see already_laned().

@@ -404,6 +404,85 @@ def test_iteration_with_an_unaccounted_rank_is_kept(env, work):
         checks.check("could not account for" in (cell or ""), f"{name}'s cell: {cell!r}")
 
 
+def three_rank_iteration(root, rel, no_restore_data=False):
+    """An iteration of three ranks, swept: (its directory, the merged output's text md5)."""
+    it = os.path.join(root, rel)
+    for rank in (0, 1, 2):
+        write(os.path.join(it, f"rank{rank}_trace.json.gz"), gzip.compress(rank_trace(rank, 150), 1, mtime=0))
+    return it
+
+
+def merge_row(root):
+    rows = report_rows(root, "merge")
+    return rows[0] if len(rows) == 1 else {}
+
+
+def test_a_rank_file_gone_is_merged_from_its_copy(env, work):
+    """An iteration left partly removed (a sweep killed while it removed originals, ranks
+    restored in place): the next sweep merges each rank from its original or, where that is
+    gone, from its compacted copy, and the merged output keeps every rank, unchanged."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    it = three_rank_iteration(root, "a/iteration_1")
+    checks.equal(env.sweep(root, "--quiet").returncode, 0, "first sweep")
+    merged = os.path.join(it, MERGED)
+    merged_md5 = md5_text(merged)
+    # --remove-originals, then two ranks restored in place as docs/restore.md shows; the
+    # same as a removal that stopped after rank2.
+    checks.equal(env.sweep(root, "--remove-originals", "--quiet").returncode, 0, "sweep --remove-originals")
+    for rank in (0, 1):
+        result = e2e.tracelane(env.args, "restore", os.path.join(it, f"rank{rank}_trace_compacted.json.gz"), "-o",
+                               os.path.join(it, f"rank{rank}_trace.json.gz"))
+        checks.equal(result.returncode, 0, f"restore rank{rank} in place: {e2e.describe(result)}")
+    result = env.sweep(root)
+    checks.equal(result.returncode, 0, f"sweep of the partly removed iteration: {e2e.describe(result)}")
+    checks.equal(md5_text(merged), merged_md5, "the merged output's text, merged again with rank2 from its copy")
+    row = merge_row(root)
+    checks.equal((row.get("status"), row.get("ranks")), ("ok", 3), f"merge row: {row}")
+    files = {row["file"]: row["status"] for row in report_rows(root)}
+    # The restored files are new files (their copies are made again, the same bytes); rank2's
+    # copy stands in for it, up to date.
+    checks.equal(files, {"rank0_trace.json.gz": "ok", "rank1_trace.json.gz": "ok",
+                         "rank2_trace.json.gz": "skipped"}, "file rows")
+    checks.check(not os.path.exists(os.path.join(it, "rank2_trace.json.gz")), "rank2's original is not written back")
+    # Then the originals restored go again, and the merge stays as it is.
+    result = env.sweep(root, "--remove-originals")
+    checks.equal(result.returncode, 0, f"sweep --remove-originals again: {e2e.describe(result)}")
+    checks.equal(rank_files(root), [], "rank files left")
+    checks.equal(md5_text(merged), merged_md5, "the merged output after the second removal")
+
+
+def test_a_merge_never_shrinks(env, work):
+    """A rank gone with its copy (or a copy that cannot give it back): merging the ranks left
+    would replace the merge of all of them. The merged output is kept, the row says why, and
+    the sweep fails."""
+    checks = env.checks
+    root = os.path.join(work, "tree")
+    it = three_rank_iteration(root, "a/iteration_1")
+    checks.equal(env.sweep(root, "--quiet").returncode, 0, "first sweep")
+    merged = os.path.join(it, MERGED)
+    before = hashlib.md5(open(merged, "rb").read()).hexdigest()
+    os.unlink(os.path.join(it, "rank2_trace.json.gz"))
+    os.unlink(os.path.join(it, "rank2_trace_compacted.json.gz"))
+    result = env.sweep(root, "--quiet")
+    checks.equal(result.returncode, 1, f"sweep with a rank and its copy gone: {e2e.describe(result)}")
+    checks.equal(hashlib.md5(open(merged, "rb").read()).hexdigest(), before, "the merged output of three ranks")
+    row = merge_row(root)
+    checks.check(row.get("status") == "failed" and "covers 3 ranks and only 2 are here" in row.get("error", ""),
+                 f"merge row: {row}")
+    # A copy without restore data cannot stand in for its rank: the merge is not done either.
+    root = os.path.join(work, "no_restore_data")
+    it = three_rank_iteration(root, "a/iteration_1")
+    checks.equal(env.sweep(root, "--quiet", "--no-restore-data").returncode, 0, "sweep --no-restore-data")
+    merged = os.path.join(it, MERGED)
+    before = hashlib.md5(open(merged, "rb").read()).hexdigest()
+    os.unlink(os.path.join(it, "rank2_trace.json.gz"))
+    result = env.sweep(root, "--quiet", "--no-restore-data")
+    checks.equal(result.returncode, 1, f"sweep with a copy that cannot restore: {e2e.describe(result)}")
+    checks.check("holds no restore data" in result.stderr, f"the copy's failure: {result.stderr[:300]!r}")
+    checks.equal(hashlib.md5(open(merged, "rb").read()).hexdigest(), before, "the merged output, kept")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("remove_originals")
@@ -423,6 +502,8 @@ def main():
         test_rank_changed_before_the_merge_read_it_is_kept_not_unfaithful,
         test_iteration_reached_through_a_directory_link_is_kept,
         test_iteration_with_an_unaccounted_rank_is_kept,
+        test_a_rank_file_gone_is_merged_from_its_copy,
+        test_a_merge_never_shrinks,
     ])
 
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "discovery.hpp"
 #include "files.hpp"
 
 using tracelane::cli::is_rank_trace_name;
@@ -47,4 +48,23 @@ TEST(RankTraceName, ALongNameIsReadInOnePass) {
   long long rank = -1;
   EXPECT_FALSE(is_rank_trace_name("rank" + digits + "_trace.json", &rank));
   EXPECT_FALSE(is_rank_trace_name("rank" + digits + "_trace.jso", nullptr));
+}
+
+TEST(RankTraceName, ACompactedCopyNamesTheRankFileItWasMadeFrom) {
+  using tracelane::cli::is_rank_copy_name;
+  long long rank = -1;
+  std::string original;
+  EXPECT_TRUE(is_rank_copy_name("rank3_trace_compacted.json.gz", &rank, &original));
+  EXPECT_EQ(rank, 3);
+  EXPECT_EQ(original, "rank3_trace.json.gz");
+  EXPECT_TRUE(is_rank_copy_name("rank12_trace_compacted.json", &rank, &original));
+  EXPECT_EQ(rank, 12);
+  EXPECT_EQ(original, "rank12_trace.json");
+  for (const char* name : {"rank3_trace.json", "rank3_trace_compacted.json.gz.tmp", "rank3_trace_compacted_compacted.json",
+                           "rankx_trace_compacted.json", ".rank3_trace_compacted.json.gz.tmp.12.34",
+                           "pp_traces_merged_compacted.json.gz", "rank3_trace_compacted.json.bz2", "rank3_trace_compacted"}) {
+    original = "unchanged";
+    EXPECT_FALSE(is_rank_copy_name(name, nullptr, &original)) << name;
+    EXPECT_EQ(original, "unchanged") << name;
+  }
 }
