@@ -301,21 +301,42 @@ extern "C" void remove_temporaries_and_end(int signal_number) {
   ::raise(signal_number);
 }
 
-}  // namespace
+constexpr int kEndingSignals[] = {SIGTERM, SIGINT, SIGHUP};
 
-void remove_temporaries_on_signals() {
-  static_assert(std::atomic<int>::is_always_lock_free);
+// Handles every ending signal the caller does not ignore (nohup, a shell's background
+// job's SIGINT: those stay ignored) with `handler`; `flags` as sigaction's.
+void handle_ending_signals(void (*handler)(int), int flags) {
   struct sigaction action {};
-  action.sa_handler = remove_temporaries_and_end;
+  action.sa_handler = handler;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESETHAND;
-  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) {
+  action.sa_flags = flags;
+  for (int signal_number : kEndingSignals) {
     struct sigaction before {};
-    // A signal the caller ignores (nohup, a shell's background job's SIGINT) stays ignored.
     if (::sigaction(signal_number, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
     ::sigaction(signal_number, &action, nullptr);
   }
 }
+
+std::atomic<int> stop_signal{0};
+
+// The first ending signal of a sweep: noted; the next one ends the process.
+extern "C" void note_stop_request(int signal_number) {
+  const int saved = errno;
+  stop_signal.store(signal_number, std::memory_order_relaxed);
+  handle_ending_signals(remove_temporaries_and_end, SA_RESETHAND);  // sigaction is async-signal-safe
+  errno = saved;
+}
+
+}  // namespace
+
+void remove_temporaries_on_signals() {
+  static_assert(std::atomic<int>::is_always_lock_free);
+  handle_ending_signals(remove_temporaries_and_end, SA_RESETHAND);
+}
+
+void stop_gracefully_on_signals() { handle_ending_signals(note_stop_request, 0); }
+
+int stop_requested() { return stop_signal.load(std::memory_order_relaxed); }
 
 AtomicOutput::AtomicOutput(const fs::path& path, const std::vector<NamedIdentity>& inputs)
     : path_(path), inputs_(inputs) {

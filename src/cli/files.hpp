@@ -187,6 +187,11 @@ void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::
 // the same signal (exit status 128 + the signal in a shell). main() installs it; a signal
 // the caller ignores stays ignored.
 void remove_temporaries_on_signals();
+// For `sweep`: the first of those signals (Slurm's SIGTERM before the time limit) only asks
+// the process to stop, stop_requested() says which from then on, and the sweep writes the
+// report of what it did; the next signal ends it as remove_temporaries_on_signals() does.
+void stop_gracefully_on_signals();
+int stop_requested();  // the signal that asked to stop, or 0
 
 // What decides an output's bytes besides its inputs: tracelane's output format (raised
 // whenever outputs change: 2 = lane tids aligned across ranks and restore data), the rules

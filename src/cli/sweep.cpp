@@ -282,10 +282,15 @@ int run_sweep(int argc, char** argv) {
     return kExitOk;
   }
   remove_stale_temporaries(plan);
+  // Slurm sends SIGTERM some time (KillWait) before SIGKILL: the sweep then stops starting
+  // work, ends what is in flight at its next step and writes the report of what it did;
+  // the next sweep resumes. A second signal ends it at once.
+  stop_gracefully_on_signals();
   run_sweep_graph(options, plan);
-  // Only once every output is written.
+  // Only once every output is written, and not on the way out after a stop.
   std::vector<OriginalVerdict> removals;
-  if (options.remove_originals) removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
+  if (options.remove_originals && !stop_requested())
+    removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
   Report report = make_report(options, plan_rows(plan), discovery, seconds_since(started));
 
   fs::path written;
@@ -299,6 +304,7 @@ int run_sweep(int argc, char** argv) {
     report_failed = true;
   }
   print_outcome(options, report, written, removals);
+  if (int signal_number = stop_requested()) return 128 + signal_number;  // as a shell reports a signal's end
   return has_failures(report.rows) || report_failed ? kExitFailed : kExitOk;
 }
 

@@ -77,6 +77,7 @@ class Sweep {
     arena.execute([&] { run_graph(admission); });
     progress.stop();
     progress_ = nullptr;
+    if (stop_requested()) mark_not_done();
   }
 
  private:
@@ -125,6 +126,8 @@ class Sweep {
         Admission::Job job = job_of(message.id);
         admission.requeue(message.id, job.transient, job.group_reserve);
       }
+      // Asked to stop: nothing more starts; what is in flight ends at its next step.
+      if (stop_requested()) return;
       for (size_t id : admission.admit()) std::get<0>(ports).try_put(id);
     });
     flow::function_node<size_t, size_t> load(graph, flow::unlimited, [&](size_t id) { return load_parse(id); });
@@ -150,6 +153,31 @@ class Sweep {
     graph.wait_for_all();
   }
 
+  // What a stop (stop_requested()) left undone: a failed row each, which the next sweep
+  // redoes. In flight, a rank ends at its next step with that row (stopped()).
+  std::string not_done(const fs::path& path) const {
+    return path.string() + ": not done: the sweep was stopped by signal " + std::to_string(stop_requested());
+  }
+  bool stopped(RankTask& task) {
+    if (!stop_requested() || task.failed || task.requeued) return false;
+    if (task.write_output) {
+      fail(task, not_done(task.file->path));
+    } else {  // its output is up to date (its row stands); only its iteration's merge is not done
+      task.failed = true;
+      task.trace.reset();
+      task.compacted.reset();
+    }
+    return true;
+  }
+  void mark_not_done() {
+    auto has_status = [](const Row& row) { return !std::holds_alternative<std::monostate>(row.get("status")); };
+    for (auto& task : ranks_)
+      if (task->process && !has_status(task->row)) task->row.set("status", std::string("failed")).set("error", not_done(task->file->path));
+    for (auto& iteration : iterations_)
+      if (iteration->merge && !has_status(iteration->merge_row))
+        iteration->merge_row.set("status", std::string("failed")).set("error", not_done(iteration->dir->dir));
+  }
+
   void fail(RankTask& task, const std::string& message) {
     task.failed = true;
     task.trace.reset();
@@ -163,6 +191,7 @@ class Sweep {
     RankTask& task = *ranks_[id];
     task.started = std::chrono::steady_clock::now();
     task.requeued = false;
+    if (stopped(task)) return id;
     try {
       // The guard every writing command goes through (a planted link or hard link from the
       // output's name to the input is refused, and the row says so).
@@ -211,7 +240,7 @@ class Sweep {
 
   size_t compact_rank(size_t id) {
     RankTask& task = *ranks_[id];
-    if (task.failed || task.requeued) return id;
+    if (task.failed || task.requeued || stopped(task)) return id;
     try {
       // Every rank output gets its single-trace arrows, as `compact` writes it; the merge
       // replaces them with the merged file's own (SPEC 7, 8).
@@ -238,7 +267,7 @@ class Sweep {
 
   size_t write_rank(size_t id) {
     RankTask& task = *ranks_[id];
-    if (task.failed || task.requeued) return id;
+    if (task.failed || task.requeued || stopped(task)) return id;
     try {
       if (task.write_output) {
         // Written before the merge, which renumbers the trace in place.
@@ -290,7 +319,8 @@ class Sweep {
       return;
     }
     iteration.merge_row.set("status", std::string("failed"))
-        .set("error", iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
+        .set("error", stop_requested() ? not_done(iteration.dir->dir)
+                                       : iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
     std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::group_done, iteration.index});
   }
 
@@ -299,6 +329,7 @@ class Sweep {
     auto started = std::chrono::steady_clock::now();
     Row& row = iteration.merge_row;
     try {
+      if (stop_requested()) throw Error(not_done(iteration.dir->dir));
       Row done = row;  // the row only once the output is in place
       std::vector<MergeInput> inputs;
       std::vector<NamedIdentity> identities;  // every rank, as read
