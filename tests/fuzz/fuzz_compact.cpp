@@ -4,7 +4,7 @@
 // halves are compacted as two ranks (no single-trace arrows) and merged with merge_ranks.
 // Every input must end in success or a clean tracelane::Error; anything else (a crash, a
 // sanitizer report, another exception escaping) is a bug, and so is an output that is not
-// valid JSON (checked with simdjson's DOM parser, as `tracelane check` reads it), and so is
+// valid JSON (checked with simdjson's DOM parser, for an input that parser accepts), and so is
 // an output whose restore data (SPEC 9.12) does not give the input back byte for byte, or
 // is refused: whenever compaction or merge succeeds, restore must succeed too.
 //
