@@ -1,4 +1,6 @@
-#include "check_command.hpp"
+// `tracelane check ORIGINAL COMPACTED`: the command-line side of the independent verifier
+// (src/check/check.hpp). Exit 0: OK; 1: violations; 2: usage or an unreadable input.
+#include "commands.hpp"
 
 #include <algorithm>
 #include <iostream>

@@ -21,7 +21,7 @@ namespace {
 
 // One rank: read, parsed and compacted with the job's steps. The merged file carries the
 // PP arrows: none of the ranks' own.
-MergeInput compact_rank(const fs::path& file, NamedIdentity& identity, const JobOptions& job) {
+MergeInput merge_input(const fs::path& file, NamedIdentity& identity, const JobOptions& job) {
   Timings::Scope scope(job.timings, file.filename().string());
   // Found by listing a directory others may write: regular files only (a FIFO planted
   // under a rank name must not hang an unattended merge).
@@ -49,7 +49,7 @@ int merge_directory(const fs::path& input, const fs::path& dir, const fs::path& 
     std::vector<std::exception_ptr> failures(files.size());
     if (tbb::this_task_arena::max_concurrency() == 1) {
       for (size_t k = 0; k < files.size(); ++k) {
-        compacted[k] = compact_rank(files[k], identities[k], job);
+        compacted[k] = merge_input(files[k], identities[k], job);
         if (!already_laned(compacted[k]->compacted).empty()) break;
       }
     } else {
@@ -58,7 +58,7 @@ int merge_directory(const fs::path& input, const fs::path& dir, const fs::path& 
       rank_job.timings = nullptr;  // one thread at a time may time
       tbb::parallel_for(size_t(0), files.size(), [&](size_t k) {
         try {
-          compacted[k] = compact_rank(files[k], identities[k], rank_job);
+          compacted[k] = merge_input(files[k], identities[k], rank_job);
         } catch (...) {
           failures[k] = std::current_exception();
         }
