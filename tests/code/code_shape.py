@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The shape of the code, as issue 10's before/after table shows it: the largest source
-files, the longest functions, include cycles among the project's own headers, and README
-lines. Run it on a checkout before and after a restructuring:
+"""The shape of the code: the largest source files, the longest functions, include cycles
+among the project's own headers (check_layering.py's definition; the ctest code_layering
+fails on one), and README lines. Run it on a checkout before and after a restructuring:
 
-    bench/code_shape.py [CHECKOUT] [--functions N]     (default: this checkout, 10)
+    tests/code/code_shape.py [CHECKOUT] [--functions N]     (default: this checkout, 10)
 
 Functions are found by a brace-matching reading of the C++ (comments and literals blanked,
 lambdas and control blocks left inside their function): a length is the lines from the
@@ -21,7 +21,7 @@ if "--functions" in args:
     i = args.index("--functions")
     top_functions = int(args[i + 1])
     del args[i : i + 2]
-root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
+root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), "..", ".."))
 
 sources = []
 for base in ("src", "include"):
