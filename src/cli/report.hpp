@@ -12,20 +12,24 @@
 #include <variant>
 #include <vector>
 
+#include "iteration_plan.hpp"
 #include "tracelane/figures.hpp"
 
 namespace tracelane::cli {
 
 namespace fs = boost::filesystem;
 
+// 4: a report records the iteration plan it worked from ("plan": iteration_plan.hpp), so
+// that `report --combine` can refuse shards that split different lists of iterations.
 // 3: a column that `compact`'s or `merge`'s JSON summary also gives is named by the
 // summary's key (kRenamedColumns), one name per quantity.
 // 2: every text cell is written in printable()'s reversible escaped form (Backslash::escape),
 // so that a report is valid UTF-8 whatever the names in the tree; 1 wrote names raw.
-inline constexpr int kReportSchemaVersion = 3;
-// The oldest schema still read (`report --combine`, `report --html`, a skipped row's record):
-// 2 differs from 3 only in the names of kRenamedColumns, which are read as their names now,
-// so that shards of one job array written by two releases still combine. 1 (names raw) is
+inline constexpr int kReportSchemaVersion = 4;
+// The oldest schema still read (`report --html`, a skipped row's record, and `report
+// --combine`, which reads it only to say why it leaves it out): 2 differs from 3 only in the
+// names of kRenamedColumns, which are read as their names now, and 2 and 3 record no plan,
+// so nothing shows that their shards split the list the others did. 1 (names raw) is
 // refused: its text cells do not read back to the names the tree holds.
 inline constexpr int kOldestReadReportSchema = 2;
 
@@ -114,6 +118,10 @@ struct Report {
   std::string source;  // the file it was read from (parse_report_json), for messages; never written
   std::string root;
   std::optional<std::pair<int, int>> shard;  // a partial report of `sweep --shard K/N`
+  // The iteration plan the sweep worked from, with the iterations this report covers
+  // (shard_plan()). None in a report of schema 2 or 3, and in a combined report that does
+  // not account for its whole plan (a shard missing, left out or not agreeing).
+  std::optional<IterationPlan> plan;
   std::vector<RunInfo> runs;
   std::vector<Row> rows;
 };
@@ -160,11 +168,13 @@ std::string report_csv(const Report& report);
 // Reads a report_json() text back, checking every field's type and range (a row's kind,
 // its status for that kind, each column's type, integers non-negative within int64, reals
 // finite and non-negative, shard K/N with N <= kMaxShards, the schema_version, no unknown
-// or repeated keys, totals that agree with the rows). Throws Error("<source>: <where>:
-// <what>"), where is a JSON path such as rows[3].input_bytes.
-// `verify_totals` false (the fuzzer, whose mutated rows rarely keep their totals) reads the
-// totals' shape only.
-Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals = true);
+// or repeated keys, the plan as plan_problem() checks it, totals that agree with the rows,
+// and every file and merge row's dir one of the plan's iterations). Throws
+// Error("<source>: <where>: <what>"), where is a JSON path such as rows[3].input_bytes.
+// `verify_agreement` false (the fuzzer, whose mutated rows rarely keep their totals or
+// their plan) reads the totals' shape only, and leaves out the checks of the rows' dirs
+// and of an unsharded plan's digest against the plan.
+Report parse_report_json(std::string_view json, const std::string& source, bool verify_agreement = true);
 
 // report file names: tracelane_report[.shard-K-of-N].json / .csv
 std::string report_base_name(const std::optional<std::pair<int, int>>& shard);
@@ -190,9 +200,14 @@ struct Combined {
 };
 // Joins partial reports (each from parse_report_json). The rows are the union, sorted, plus
 // one failed `problem` row (dir ".") per line of `problems`: each report in `unreadable`
-// (its error message), missing shards (one summarised row), a shard given twice or with
-// another shard count (whose rows are left out), reports of different roots. A combined
-// report with something missing is then `failed` in itself, not only in the exit status.
+// (its error message), missing shards (one summarised row), a shard given twice, with
+// another shard count, of another plan or of none (whose rows are left out), reports of
+// different roots; then what the reports took must be their plan, once: iterations taken
+// by two reports, iterations taken with no row, rows given twice (the second left out) or
+// of an iteration their report did not take, and, every shard present, iterations that
+// are not the plan or not at their shard's positions (one summarised row each). A combined
+// report with something missing is then `failed` in itself, not only in the exit status;
+// it records the plan only when it accounts for all of it.
 Combined combine_reports(const std::vector<Report>& partials, const std::vector<std::string>& unreadable = {});
 
 // The `report` command (`report --combine DIR_OR_FILES...`). Returns the exit status.

@@ -3,17 +3,66 @@
 // are recomputed; whatever is missing or inconsistent (unreadable reports, missing or
 // repeated shards, another root) becomes a failed problem row, so that the combined report
 // is failed in itself, not only in the exit status.
+//
+// Shards must have split one list of iteration directories (iteration_plan.hpp), and each
+// report records the plan it split. A report of another plan than the first report's, or
+// of none (an older tracelane's), is left out, as a shard of another count is. Then what
+// the reports kept took must be their plan, each iteration once and with a row: every
+// iteration taken twice or with no row, every row given twice or of an iteration its
+// report did not take is named, and, with every shard present, the iterations taken must
+// be the plan's (its count and digest) at their shards' positions.
+#include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "report_cells.hpp"
 
 namespace tracelane::cli {
+
+namespace {
+
+// A name from the tree in a problem line: names can be longer than PATH_MAX, and a line
+// lists ten of them.
+std::string listed(const std::string& name) { return name.size() <= 200 ? name : name.substr(0, 200) + "..."; }
+
+// One summarised problem line: `what`, then the first kListLimit items and a count.
+struct ProblemList {
+  std::string what;
+  std::vector<std::string> first;
+  int64_t count = 0;
+
+  void add(const std::string& item) {
+    if (count++ < int64_t(kListLimit)) first.push_back(item);
+  }
+  void report_into(std::vector<std::string>& problems) const {
+    if (count) problems.push_back(what + ": " + summarise_list(first, count));
+  }
+};
+
+std::string text_cell(const Row& row, std::string_view column) {
+  const Cell& cell = row.get(column);
+  return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
+}
+
+std::string plan_label(const IterationPlan& plan) {
+  return std::to_string(plan.count) + " iterations, digest " + short_digest(plan.digest);
+}
+
+std::string which(const Report& report) {
+  return report.shard ? "shard " + shard_label(*report.shard) : std::string("an unsharded report");
+}
+
+}  // namespace
 
 Combined combine_reports(const std::vector<Report>& partials, const std::vector<std::string>& unreadable) {
   Combined combined;
   combined.problems = unreadable;
   std::map<int, std::string> shard_source;  // one entry per partial report, never per shard of N
   const Report* first = nullptr;
+  const Report* planned = nullptr;  // the first report with a plan: the plan every report must share
+  std::string planned_name;
+  std::vector<std::pair<const Report*, std::string>> kept;  // the reports whose rows are combined, and their names
   for (const Report& partial : partials) {
     std::string name = partial.source.empty() ? std::string("a partial report") : partial.source;
     if (!first) {
@@ -21,6 +70,25 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
       combined.report.root = partial.root;
     } else if (partial.root != first->root) {
       combined.problems.push_back(name + ": a report of root " + partial.root + ", not of " + first->root);
+    }
+    // Without one plan, positions in two shards' lists name different iterations: some
+    // would be combined twice, others by no report, and nothing here could tell.
+    if (!partial.plan) {
+      combined.problems.push_back(name + ": " + which(partial) +
+                                  " records no iteration plan (a report of schema 3 or older, or a combined report that "
+                                  "did not account for its plan), so nothing shows it split the list the others did; "
+                                  "left out (sweep it again)");
+      continue;
+    }
+    if (!planned) {
+      planned = &partial;
+      planned_name = name;
+    } else if (partial.plan->digest != planned->plan->digest || partial.plan->count != planned->plan->count) {
+      combined.problems.push_back(name + ": " + which(partial) + " worked from another plan (" +
+                                  plan_label(*partial.plan) + ") than " + planned_name + ", " + which(*planned) + " (" +
+                                  plan_label(*planned->plan) +
+                                  "); left out: the shards of one array must split one list of iterations");
+      continue;
     }
     if (partial.shard) {
       auto [index, count] = *partial.shard;
@@ -39,9 +107,47 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
         continue;
       }
     }
-    combined.report.runs.insert(combined.report.runs.end(), partial.runs.begin(), partial.runs.end());
-    combined.report.rows.insert(combined.report.rows.end(), partial.rows.begin(), partial.rows.end());
+    kept.emplace_back(&partial, name);
   }
+
+  // Each iteration of the plan once, with a row; each row once, of an iteration its report took.
+  std::map<std::string, std::string> taken_by;  // iteration -> the report that took it
+  std::map<std::tuple<RowKind, std::string, std::string>, std::string> row_source;  // (kind, dir, file) -> report
+  ProblemList taken_twice{"iterations taken by two reports", {}, 0};
+  ProblemList without_row{"iterations of the plan with no row (swept by no shard)", {}, 0};
+  ProblemList repeated{"rows given twice (the second left out)", {}, 0};
+  ProblemList unplanned{"rows of an iteration their report's plan did not take (left out)", {}, 0};
+  for (const auto& [partial, name] : kept) {
+    const std::vector<std::string>& taken = partial->plan->iterations;
+    std::set<std::string_view> dirs;
+    for (const Row& row : partial->rows)
+      if (std::holds_alternative<std::string>(row.get("dir"))) dirs.insert(std::get<std::string>(row.get("dir")));
+    for (const std::string& iteration : taken) {
+      auto [it, inserted] = taken_by.emplace(iteration, name);
+      if (!inserted) taken_twice.add(listed(iteration) + " (" + it->second + ", " + name + ")");
+      if (!dirs.count(iteration)) without_row.add(listed(iteration) + " (" + which(*partial) + ")");
+    }
+    combined.report.runs.insert(combined.report.runs.end(), partial->runs.begin(), partial->runs.end());
+    for (const Row& row : partial->rows) {
+      if (row.kind != RowKind::problem) {
+        std::string dir = text_cell(row, "dir");
+        std::string label = listed(dir) + (row.kind == RowKind::file ? "/" + listed(text_cell(row, "file")) : " (merge)");
+        if (!std::binary_search(taken.begin(), taken.end(), dir)) {
+          unplanned.add(label + " (" + name + ")");
+          continue;
+        }
+        auto key = std::make_tuple(row.kind, dir, row.kind == RowKind::file ? text_cell(row, "file") : std::string());
+        auto [it, inserted] = row_source.emplace(std::move(key), name);
+        if (!inserted) {
+          repeated.add(label + " (" + it->second + ", " + name + ")");
+          continue;
+        }
+      }
+      combined.report.rows.push_back(row);
+    }
+  }
+  for (const ProblemList* list : {&taken_twice, &without_row, &repeated, &unplanned}) list->report_into(combined.problems);
+
   if (combined.shard_count) {
     // Counted, not listed: N is at most kMaxShards, and only the first few are kept.
     std::vector<std::string> first_missing;
@@ -53,9 +159,41 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
       }
       combined.missing_shard_count++;
     }
+    // How much of the plan they held, when the reports kept do not account for all of it.
+    int64_t untaken = planned->plan->count - int64_t(taken_by.size());
     if (combined.missing_shard_count)
       combined.problems.push_back("missing shards: " + summarise_list(first_missing, combined.missing_shard_count) +
-                                  " (of " + std::to_string(*combined.shard_count) + ")");
+                                  " (of " + std::to_string(*combined.shard_count) + ")" +
+                                  (untaken > 0 ? "; " + std::to_string(untaken) + " of the plan's " +
+                                                     std::to_string(planned->plan->count) +
+                                                     " iterations are in no report given"
+                                               : std::string()));
+  }
+
+  // With nothing else amiss, the iterations taken must be the plan, each at a position of
+  // the shard that took it: a report whose list was cut or edited names other iterations.
+  if (planned && combined.problems.empty()) {
+    std::vector<std::string> all;
+    for (const auto& entry : taken_by) all.push_back(entry.first);
+    if (int64_t(all.size()) != planned->plan->count || plan_digest(all) != planned->plan->digest) {
+      combined.problems.push_back("the iterations the reports took (" + std::to_string(all.size()) +
+                                  ", digest " + short_digest(plan_digest(all)) + ") are not their plan (" +
+                                  plan_label(*planned->plan) + ")");
+    } else {
+      ProblemList misplaced{"iterations at a position of another shard", {}, 0};
+      for (const auto& [partial, name] : kept) {
+        if (!partial->shard) continue;
+        auto [index, count] = *partial->shard;
+        for (const std::string& iteration : partial->plan->iterations) {
+          size_t position = size_t(std::lower_bound(all.begin(), all.end(), iteration) - all.begin());
+          if (position % size_t(count) != size_t(index))
+            misplaced.add(listed(iteration) + " (position " + std::to_string(position) + ", in " + name + ", " +
+                          which(*partial) + ")");
+        }
+      }
+      misplaced.report_into(combined.problems);
+    }
+    if (combined.problems.empty()) combined.report.plan = IterationPlan{planned->plan->digest, planned->plan->count, all};
   }
   // Each partial report's sums fit; all of them together may not: say so, never wrap.
   for (const std::string& column : compute_totals(combined.report.rows).overflowed)

@@ -1,8 +1,9 @@
 // Reading a report back (`report --combine`, a skipped row's record): a partial report
 // comes from another node and is as untrusted as any file in the tree, so every field is
 // checked (type, range, status for the kind, no unknown or repeated keys, totals that the
-// rows give) and an error names the file and the JSON path. Reports of the previous schema
-// (2) are read under the column names now (kRenamedColumns).
+// rows give, a plan whose iterations hold the rows) and an error names the file and the
+// JSON path. Reports of schema 2 are read under the column names now (kRenamedColumns);
+// reports of schema 2 and 3 have no plan.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -100,6 +101,7 @@ class ReportReader {
 
   // A column's or totals key's name as this report writes it (schema 2: kRenamedColumns).
   std::string_view key_in_file(std::string_view name) const { return column_name_in_schema(name, version_); }
+  int version() const { return version_; }
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
     throw Error(source_ + ": " + where + ": " + what);
@@ -312,6 +314,26 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
   return row;
 }
 
+// A plan's keys among `members` (a report's "plan" object, whose path is `where`), checked
+// as plan_problem() checks them for `shard`.
+IterationPlan read_plan(const ReportReader& reader, const std::map<std::string_view, simdjson::dom::element>& members,
+                        const std::string& where, const std::optional<std::pair<int, int>>& shard) {
+  auto path = [&](const std::string& key) { return where.empty() ? key : where + "." + key; };
+  IterationPlan plan;
+  simdjson::dom::element digest = reader.required(members, "digest", where);
+  std::string_view digest_text;
+  if (digest.get(digest_text)) reader.fail(path("digest"), "expected a string, got " + excerpt(digest));
+  plan.digest = std::string(digest_text);
+  plan.count = reader.integer(reader.required(members, "count", where), path("count"), kMaxPlanIterations);
+  simdjson::dom::array iterations;
+  if (reader.required(members, "iterations", where).get(iterations)) reader.fail(path("iterations"), "expected an array");
+  size_t n = 0;
+  for (simdjson::dom::element item : iterations)
+    plan.iterations.push_back(reader.text(item, path("iterations[" + std::to_string(n++) + "]")));
+  if (auto problem = plan_problem(plan, shard)) reader.fail(path(problem->where), problem->what);
+  return plan;
+}
+
 RunInfo read_run(const ReportReader& reader, simdjson::dom::element item, const std::string& where) {
   auto members = reader.members(item, where, {"shard", "wall_seconds", "jobs", "memory_budget_bytes"});
   RunInfo run;
@@ -427,7 +449,7 @@ bool fill_figures_from_record(Row& row, std::string_view record) {
   }
 }
 
-Report parse_report_json(std::string_view json, const std::string& source, bool verify_totals) {
+Report parse_report_json(std::string_view json, const std::string& source, bool verify_agreement) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto error = parser.parse(json.data(), json.size()).get(doc))
@@ -437,8 +459,9 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
   int64_t found = 0;
   bool has_version = !doc.get(object) && !object["schema_version"].get(found);
   ReportReader reader(source, readable_schema_version(source, has_version ? std::optional(found) : std::nullopt));
-  auto members =
-      reader.members(doc, "", {"schema_version", "tool", "root", "shard", "timing_columns", "runs", "totals", "rows"});
+  std::vector<std::string_view> keys = {"schema_version", "tool", "root", "shard", "timing_columns", "runs", "totals", "rows"};
+  if (reader.version() >= 4) keys.push_back("plan");
+  auto members = reader.members(doc, "", keys);
   Report report;
   report.source = source;
   std::string_view tool;
@@ -453,6 +476,11 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
     if (!valid_shard(index, count))
       reader.fail("shard", "index " + std::to_string(index) + " is not below count " + std::to_string(count));
     report.shard = {int(index), int(count)};
+  }
+  if (reader.version() >= 4) {
+    simdjson::dom::element plan = reader.required(members, "plan", "");
+    if (!plan.is_null())
+      report.plan = read_plan(reader, reader.members(plan, "plan", {"digest", "count", "iterations"}), "plan", report.shard);
   }
 
   simdjson::dom::array names;
@@ -470,10 +498,22 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
   n = 0;
   for (simdjson::dom::element item : rows) report.rows.push_back(read_row(reader, item, "rows[" + std::to_string(n++) + "]"));
   simdjson::dom::element totals = reader.required(members, "totals", "");
-  if (verify_totals)
+  if (verify_agreement)
     check_totals(reader, totals, report.rows);
   else if (!totals.is_object())
     reader.fail("totals", "expected an object");
+  if (report.plan && verify_agreement) {
+    // What the sweep took is its plan's share: a row of another iteration was not planned.
+    const std::vector<std::string>& taken = report.plan->iterations;
+    for (size_t i = 0; i < report.rows.size(); ++i) {
+      const Row& row = report.rows[i];
+      if (row.kind != RowKind::problem &&
+          !std::binary_search(taken.begin(), taken.end(), std::get<std::string>(row.get("dir"))))
+        reader.fail("rows[" + std::to_string(i) + "].dir", "not one of the plan's iterations (plan.iterations)");
+    }
+    if (!report.shard && plan_digest(taken) != report.plan->digest)
+      reader.fail("plan.digest", "not the digest of the iterations listed");
+  }
   return report;
 }
 

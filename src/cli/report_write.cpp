@@ -17,6 +17,15 @@ const std::vector<Column>& kColumns = report_columns();
 // A group id as a report writes it (printable()'s escaped form, like every text cell).
 std::string report_text(const std::string& text) { return printable(text, Backslash::escape); }
 
+// A plan's keys, into `object`: the digest, the count, and the iterations as text cells.
+void add_plan_json(JsonValue& object, const IterationPlan& plan) {
+  object.set("digest", JsonValue::string(plan.digest));
+  object.set("count", JsonValue::integer(plan.count));
+  JsonValue iterations = JsonValue::array();
+  for (const std::string& name : plan.iterations) iterations.push(JsonValue::string(report_text(name)));
+  object.set("iterations", iterations);
+}
+
 }  // namespace
 
 std::string report_json(const Report& report) {
@@ -31,6 +40,13 @@ std::string report_json(const Report& report) {
     doc.set("shard", shard);
   } else {
     doc.set("shard", JsonValue::null());
+  }
+  if (report.plan) {
+    JsonValue plan = JsonValue::object();
+    add_plan_json(plan, *report.plan);
+    doc.set("plan", plan);
+  } else {
+    doc.set("plan", JsonValue::null());
   }
   doc.set("timing_columns", [&] {
     JsonValue names = JsonValue::array();

@@ -30,6 +30,12 @@ const CommandLine kSweepLine{"sweep", "usage: tracelane sweep ROOT [options]\n",
 
 int usage_error(const std::string& message) { return cli::usage_error(kSweepLine, message); }
 
+// ROOT as the report records it: absolute, without "." or "..".
+std::string recorded_root(const fs::path& root) {
+  boost::system::error_code ec;
+  return fs::absolute(root, ec).lexically_normal().string();
+}
+
 // The report's place is checked before any work, not after hours of it.
 std::optional<int> check_report_dir(const SweepOptions& options) {
   boost::system::error_code made;
@@ -194,8 +200,10 @@ std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& optio
 }
 
 // The report of the run: the rows of the graph and, from shard 0 only, discovery's
-// problems (they belong to the whole tree: a combined report lists each once).
-Report make_report(const SweepOptions& options, std::vector<Row> rows, const Discovery& discovery, double wall_seconds) {
+// problems (they belong to the whole tree: a combined report lists each once); and the
+// plan the shard took.
+Report make_report(const SweepOptions& options, std::vector<Row> rows, const Discovery& discovery, const SweepPlan& plan,
+                   double wall_seconds) {
   if (!options.shard || options.shard->index == 0)
     for (const DiscoveryProblem& problem : discovery.problems) {
       Row row(RowKind::problem);
@@ -207,9 +215,9 @@ Report make_report(const SweepOptions& options, std::vector<Row> rows, const Dis
   sort_rows(rows);
 
   Report report;
-  boost::system::error_code ec;
-  report.root = fs::absolute(options.root, ec).lexically_normal().string();
+  report.root = recorded_root(options.root);
   if (options.shard) report.shard = {options.shard->index, options.shard->count};
+  report.plan = plan.recorded;
   RunInfo info;
   info.shard = report.shard;
   info.wall_seconds = wall_seconds;
@@ -291,7 +299,7 @@ int run_sweep(int argc, char** argv) {
   std::vector<OriginalVerdict> removals;
   if (options.remove_originals && !stop_requested())
     removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
-  Report report = make_report(options, plan_rows(plan), discovery, seconds_since(started));
+  Report report = make_report(options, plan_rows(plan), discovery, plan, seconds_since(started));
 
   fs::path written;
   bool report_failed = false;

@@ -108,9 +108,18 @@ bool up_to_date(const fs::path& output, const std::vector<const RankFile*>& inpu
   return recorded && *recorded == inputs_record(named(inputs), st.st_dev, recipe);
 }
 
+IterationPlan discovered_plan(const Discovery& discovery) {
+  std::vector<std::string> names;
+  for (const IterationDir& dir : discovery.iterations) names.push_back(dir.rel);
+  return whole_plan(std::move(names));
+}
+
 // Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
 SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
   SweepPlan plan;
+  std::optional<std::pair<int, int>> shard;
+  if (options.shard) shard = std::pair<int, int>{options.shard->index, options.shard->count};
+  plan.recorded = shard_plan(discovered_plan(discovery), shard);
   // What decides the outputs besides their inputs: kept in each output's inputs record.
   const std::string recipe = options.job.recipe(true);
   for (size_t position = 0; position < discovery.iterations.size(); ++position) {

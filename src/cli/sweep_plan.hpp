@@ -1,7 +1,8 @@
-// The sweep's plan: its options, which iteration directories this shard takes, and per
-// iteration and rank what is stale (to compact, to merge) and what is up to date (skipped,
-// its row filled from the record kept with its output). The plan's tasks then carry what
-// the graph's stages (sweep_graph.hpp) leave for the next one.
+// The sweep's plan: its options, which iteration directories this shard takes (its
+// positions in the iteration plan, iteration_plan.hpp), and per iteration and rank what
+// is stale (to compact, to merge) and what is up to date (skipped, its row filled from the
+// record kept with its output). The plan's tasks then carry what the graph's stages
+// (sweep_graph.hpp) leave for the next one.
 #pragma once
 
 #include <boost/filesystem.hpp>
@@ -94,9 +95,14 @@ struct IterationTask {
 struct SweepPlan {
   std::vector<std::unique_ptr<RankTask>> ranks;
   std::vector<std::unique_ptr<IterationTask>> iterations;
+  IterationPlan recorded;  // what the report records: the plan, and the iterations this shard took
 };
 
-// Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
+// The iteration plan of what discovery found: every iteration directory, in its order.
+IterationPlan discovered_plan(const Discovery& discovery);
+
+// Takes this shard's positions of discovered_plan() and decides, per iteration and rank,
+// what is stale; fills the rows of what is up to date.
 SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery);
 
 // --dry-run: what the sweep would do.

@@ -41,7 +41,7 @@ def sweep(binary, *args):
 def load(path):
     with open(path) as f:
         report = json.load(f)
-    if report.get("schema_version") != 3:
+    if report.get("schema_version") != 4:
         fail(f"{path}: schema_version {report.get('schema_version')}")
     return report
 

@@ -12,10 +12,13 @@ reports it must not trust (needs no corpus: the trees hold copies of tests/data'
 - A huge shard count never turns into a huge log: missing shards are summarised.
 - The combined report never replaces one of its inputs (same name, a symlink or a hard
   link to it): exit 2, the input untouched.
-- A job array half-run by the previous release (report schema 2, four columns named
-  otherwise): its shards combine with this release's into the single-node report, its
-  report draws as a page, its outputs' records fill skipped rows; schema 1 is refused,
-  naming the file and the version.
+- Reports of older releases (schema 2, four columns named otherwise; schema 3): they draw
+  as a page and their outputs' records fill skipped rows, but they record no iteration
+  plan, so the combine leaves such a shard out, saying why; schema 1 is refused, naming
+  the file and the version.
+- Shards of one array must split one list of iteration directories: an iteration that
+  appears between two shards' runs makes their plans differ, and the combine refuses the
+  later shard, naming both reports (exit 1).
 """
 
 import codecs
@@ -159,6 +162,8 @@ def test_corrupt_partial_reports_are_errors(ctx, work):
         report = json.loads(json.dumps(good))
         report["shard"] = {"index": index, "count": count}
         report["runs"][0]["shard"] = f"{index}/{count}"
+        # A plan in which the shard's share is still the iterations the report lists.
+        report["plan"]["count"] = (len(report["plan"]["iterations"]) - 1) * count + index + 1
         path = os.path.join(work, f"tracelane_report.shard-{index}-of-{count}.json")
         with open(path, "w") as handle:
             json.dump(report, handle)
@@ -224,11 +229,21 @@ SCHEMA2_NAMES = {"gpu_flow_endpoints_mapped": "flows_mapped", "gpu_flow_endpoint
 
 
 def as_schema2(report):
-    """The report the previous release wrote for the same tree (schema 2, the old names)."""
+    """The report release 2 wrote for the same tree (schema 2, the old names, no plan)."""
     old = dict(report, schema_version=2)
+    old.pop("plan", None)
     old["totals"] = {SCHEMA2_NAMES.get(k, k): v for k, v in report["totals"].items()}
     old["rows"] = [{SCHEMA2_NAMES.get(k, k): v for k, v in row.items()} for row in report["rows"]]
     return old
+
+
+def as_schema3(schema2):
+    """The report release 3 wrote: the names now, no plan."""
+    renamed = {old: new for new, old in SCHEMA2_NAMES.items()}
+    report = dict(schema2, schema_version=3)
+    report["totals"] = {renamed.get(k, k): v for k, v in schema2["totals"].items()}
+    report["rows"] = [{renamed.get(k, k): v for k, v in row.items()} for row in schema2["rows"]]
+    return report
 
 
 def test_previous_release_reports_and_records_still_read(ctx, work):
@@ -240,7 +255,7 @@ def test_previous_release_reports_and_records_still_read(ctx, work):
     single, single_table = read_report(checks, os.path.join(root, "tracelane_report"), "single-node report")
     if single is None:
         return
-    checks.equal(single["schema_version"], 3, "schema_version")
+    checks.equal(single["schema_version"], 4, "schema_version")
     files = [row for row in single["rows"] if row["kind"] == "file"]
     checks.check(files and all(row.get("gpu_flow_endpoints_mapped") == 72 for row in files),
                  f"gpu_flow_endpoints_mapped of the example: {[row.get('gpu_flow_endpoints_mapped') for row in files]}")
@@ -251,16 +266,23 @@ def test_previous_release_reports_and_records_still_read(ctx, work):
         old = as_schema2(json.load(handle))
     with open(shard0, "w") as handle:
         json.dump(old, handle, indent=2)
-    combined_dir = os.path.join(work, "mixed")
-    result = e2e.tracelane(ctx.args, "report", "--combine", shard0, shard1, "--report-dir", combined_dir)
-    checks.check(result.returncode == 0, f"report --combine of a schema 2 and a schema 3 shard: {e2e.describe(result)}")
-    combined, combined_table = read_report(checks, os.path.join(combined_dir, "tracelane_report"), "mixed combination")
-    if combined is not None:
-        checks.equal(combined["schema_version"], 3, "the combined report's schema_version")
-        checks.equal(without_timing(combined["rows"]), without_timing(single["rows"]), "mixed combined JSON rows")
-        checks.equal(without_timing(combined_table), without_timing(single_table), "mixed combined CSV rows")
-        checks.equal({k: v for k, v in combined["totals"].items() if k != "seconds"},
-                     {k: v for k, v in single["totals"].items() if k != "seconds"}, "mixed combined totals")
+    # Nothing shows that an older release's shard split the list this release's did.
+    for version in (2, 3):
+        with open(shard0, "w") as handle:
+            json.dump(old if version == 2 else as_schema3(old), handle, indent=2)
+        combined_dir = os.path.join(work, f"mixed{version}")
+        result = e2e.tracelane(ctx.args, "report", "--combine", shard0, shard1, "--report-dir", combined_dir)
+        checks.check(result.returncode == 1 and f"{shard0}: shard 0/2 records no iteration plan" in result.stderr
+                     and "left out (sweep it again)" in result.stderr and "missing shards: 0 (of 2)" in result.stderr,
+                     f"report --combine of a schema {version} and a schema 4 shard: {e2e.describe(result)}")
+        combined, _ = read_report(checks, os.path.join(combined_dir, "tracelane_report"), "mixed combination")
+        if combined is not None:
+            checks.equal(combined["schema_version"], 4, "the combined report's schema_version")
+            checks.equal(combined["plan"], None, "the plan of a combined report that lacks a shard")
+            checks.check(any(row["kind"] == "problem" and row["status"] == "failed" and "no iteration plan" in row["error"]
+                             for row in combined["rows"]), f"schema {version}: no failed row for the shard left out")
+    with open(shard0, "w") as handle:
+        json.dump(old, handle, indent=2)
     page = os.path.join(work, "old.html")
     result = e2e.tracelane(ctx.args, "report", "--html", shard0, "-o", page)
     checks.check(result.returncode == 0 and os.path.getsize(page) > 0, f"report --html of schema 2: {e2e.describe(result)}")
@@ -302,6 +324,51 @@ def test_previous_release_reports_and_records_still_read(ctx, work):
             checks.check(row[name] is not None, f"{row['dir']}: {name} of a skipped row is {row[name]!r}")
 
 
+def add_iteration(ctx, root, name):
+    directory = os.path.join(os.fsencode(root), b"run", b"profile_trace", name)
+    os.makedirs(directory)
+    shutil.copyfile(ctx.example, os.path.join(directory, b"rank0_trace.json"))
+
+
+def sweep_shard(ctx, root, k, count, *extra):
+    return e2e.tracelane(ctx.args, "sweep", root, "--quiet", "--jobs", "1", "--shard", f"{k}/{count}", *extra)
+
+
+def failed_problems(report):
+    return [row["error"] for row in report["rows"] if row["kind"] == "problem" and row["status"] == "failed"]
+
+
+def test_shards_of_different_plans_are_refused(ctx, work):
+    """The array of the issue: shard 0/2 runs, an iteration appears, shard 1/2 runs. Every
+    position after the new name shifts, so shard 1 takes iterations shard 0 took and leaves
+    others to no shard; the combine used to exit 0 with them listed twice and missing."""
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    make_tree(ctx, root)
+    result = sweep_shard(ctx, root, 0, 2)
+    checks.check(result.returncode == 0, f"shard 0/2: {e2e.describe(result)}")
+    add_iteration(ctx, root, b"a-new")
+    result = sweep_shard(ctx, root, 1, 2)
+    checks.check(result.returncode == 0, f"shard 1/2: {e2e.describe(result)}")
+    shard0, shard1 = (os.path.join(root, f"tracelane_report.shard-{k}-of-2.json") for k in (0, 1))
+    combined_dir = os.path.join(work, "combined")
+    result = e2e.tracelane(ctx.args, "report", "--combine", root, "--report-dir", combined_dir)
+    checks.equal(result.returncode, 1, f"combine of shards of different plans ({result.stderr.strip()[:600]})")
+    checks.check(f"{shard1}: shard 1/2 worked from another plan (6 iterations, digest " in result.stderr
+                 and f") than {shard0}, shard 0/2 (5 iterations, digest " in result.stderr,
+                 f"the refusal names both shards and their plans: {result.stderr!r}")
+    report, table = read_report(checks, os.path.join(combined_dir, "tracelane_report"), "combined report")
+    if report is None:
+        return
+    problems = failed_problems(report)
+    checks.check(any("worked from another plan" in error for error in problems), f"no failed problem row: {problems}")
+    checks.check(any(error.startswith("missing shards: 1 (of 2)") for error in problems), f"shard 1 not missing: {problems}")
+    checks.equal(report["plan"], None, "the plan of a combined report of disagreeing shards")
+    files = [(row["dir"], row["file"]) for row in report["rows"] if row["kind"] == "file"]
+    checks.equal(len(files), len(set(files)), "file rows given twice")
+    checks.equal(table[-1]["status"], "failed", "the CSV total's status")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("e2e report")
@@ -310,6 +377,7 @@ def main():
         test_corrupt_partial_reports_are_errors,
         test_combine_never_writes_over_an_input,
         test_previous_release_reports_and_records_still_read,
+        test_shards_of_different_plans_are_refused,
     ))
 
 

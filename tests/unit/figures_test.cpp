@@ -194,6 +194,9 @@ TEST(ReportFigures, CombineKeepsTheFiguresAndTakesPartialReportsWithout) {
   old_row.set("dir", std::string("run/other"));
   Report without = report_of({old_row});
   without.shard = {1, 2};
+  const cli::IterationPlan plan = cli::whole_plan({"run/it", "run/other"});
+  with.plan = cli::shard_plan(plan, with.shard);
+  without.plan = cli::shard_plan(plan, without.shard);
   std::string old_json = cli::report_json(without);
   ASSERT_EQ(old_json.find("gpu_window_us"), std::string::npos);  // as reports before the figures
   cli::Combined combined = cli::combine_reports(

@@ -437,19 +437,26 @@ TEST(ReportCombine, ShardsJoinIntoTheSingleNodeOrderAndNameMissingOnes) {
   single.rows = {file_row("b/it", 1, "ok"), file_row("a/it", 0, "ok"), file_row("b/it", 0, "failed")};
   sort_rows(single.rows);
 
-  Report shard0, shard2;
+  // Three shards of a plan of two iterations: shard 2 takes none.
+  const IterationPlan plan = whole_plan({"a/it", "b/it"});
+  Report shard0, shard1;
   shard0.shard = {0, 3};
+  shard0.plan = shard_plan(plan, shard0.shard);
   shard0.rows = {file_row("a/it", 0, "ok")};
-  shard2.shard = {2, 3};
-  shard2.rows = {file_row("b/it", 0, "failed"), file_row("b/it", 1, "ok")};
-  Combined combined = combine_reports({shard2, shard0});
-  EXPECT_EQ(combined.missing_shards, (std::vector<int>{1}));
-  EXPECT_EQ(combined.problems, (std::vector<std::string>{"missing shards: 1 (of 3)"}));
+  shard1.shard = {1, 3};
+  shard1.plan = shard_plan(plan, shard1.shard);
+  shard1.rows = {file_row("b/it", 0, "failed"), file_row("b/it", 1, "ok")};
+  Combined combined = combine_reports({shard1, shard0});
+  EXPECT_EQ(combined.missing_shards, (std::vector<int>{2}));
+  EXPECT_EQ(combined.problems, (std::vector<std::string>{"missing shards: 2 (of 3)"}));
   EXPECT_TRUE(has_failures(combined.report.rows));
 
-  Report shard1;  // a shard with no iteration directories
-  shard1.shard = {1, 3};
-  combined = combine_reports({shard2, shard1, shard0});
+  Report shard2;  // a shard with no iteration directories
+  shard2.shard = {2, 3};
+  shard2.plan = shard_plan(plan, shard2.shard);
+  combined = combine_reports({shard1, shard2, shard0});
   EXPECT_TRUE(combined.problems.empty());
   EXPECT_EQ(report_csv(combined.report), report_csv(single));
+  ASSERT_TRUE(combined.report.plan.has_value());
+  EXPECT_EQ(combined.report.plan->iterations, plan.iterations);
 }
