@@ -30,7 +30,8 @@ _tracelane() {
     merge) options="--help -h --output -o --overwrite --level --timings --rules --force --preview --no-restore-data
                     --jobs -j --single-gzip-member" ;;
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
-                    --report-dir --shard --level --no-restore-data --remove-originals --single-gzip-member" ;;
+                    --report-dir --shard --plan --write-plan --level --no-restore-data --remove-originals
+                    --single-gzip-member" ;;
     restore) options="--help -h --output -o --overwrite --level --rank" ;;
     report) options="--help -h --combine --report-dir --html --output -o --overwrite --quiet -q" ;;
     check) options="--help -h --list" ;;
@@ -40,7 +41,7 @@ _tracelane() {
 
   # The value of an option that takes one.
   case $prev in
-    -o | --output | --rules | --check | --preview | --html)
+    -o | --output | --rules | --check | --preview | --html | --plan | --write-plan)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return 0 ;;

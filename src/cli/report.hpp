@@ -176,6 +176,19 @@ std::string report_csv(const Report& report);
 // and of an unsharded plan's digest against the plan.
 Report parse_report_json(std::string_view json, const std::string& source, bool verify_agreement = true);
 
+// A plan file (`sweep ROOT --write-plan FILE`, read by `sweep --plan FILE`): the root it
+// was written for, as report_json() writes a root, and the whole plan.
+struct PlanFile {
+  std::string root;
+  IterationPlan plan;
+};
+inline constexpr int kPlanFileVersion = 1;
+std::string plan_file_json(const PlanFile& file);
+// Reads a plan_file_json() text as strictly as a report (no unknown or repeated keys, every
+// name in the escaped form, plan_problem(), the digest the list's own); throws
+// Error("<source>: <where>: <what>").
+PlanFile parse_plan_file(std::string_view json, const std::string& source);
+
 // report file names: tracelane_report[.shard-K-of-N].json / .csv
 std::string report_base_name(const std::optional<std::pair<int, int>>& shard);
 

@@ -87,7 +87,8 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
       combined.problems.push_back(name + ": " + which(partial) + " worked from another plan (" +
                                   plan_label(*partial.plan) + ") than " + planned_name + ", " + which(*planned) + " (" +
                                   plan_label(*planned->plan) +
-                                  "); left out: the shards of one array must split one list of iterations");
+                                  "); left out: the shards of one array must split one list of iterations (sweep "
+                                  "ROOT --write-plan FILE once, then every shard with --plan FILE)");
       continue;
     }
     if (partial.shard) {

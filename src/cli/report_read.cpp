@@ -3,7 +3,8 @@
 // checked (type, range, status for the kind, no unknown or repeated keys, totals that the
 // rows give, a plan whose iterations hold the rows) and an error names the file and the
 // JSON path. Reports of schema 2 are read under the column names now (kRenamedColumns);
-// reports of schema 2 and 3 have no plan.
+// reports of schema 2 and 3 have no plan. A plan file (`sweep --write-plan`) is read here
+// too, by the same reader.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -314,8 +315,8 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
   return row;
 }
 
-// A plan's keys among `members` (a report's "plan" object, whose path is `where`), checked
-// as plan_problem() checks them for `shard`.
+// A plan's keys among `members` (a report's "plan" object, whose path is `where`, or a plan
+// file's top level, ""), checked as plan_problem() checks them for `shard`.
 IterationPlan read_plan(const ReportReader& reader, const std::map<std::string_view, simdjson::dom::element>& members,
                         const std::string& where, const std::optional<std::pair<int, int>>& shard) {
   auto path = [&](const std::string& key) { return where.empty() ? key : where + "." + key; };
@@ -515,6 +516,28 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
       reader.fail("plan.digest", "not the digest of the iterations listed");
   }
   return report;
+}
+
+PlanFile parse_plan_file(std::string_view json, const std::string& source) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto error = parser.parse(json.data(), json.size()).get(doc))
+    throw Error(source + ": not a JSON plan file: " + simdjson::error_message(error));
+  simdjson::dom::object object;
+  int64_t found = 0;
+  if (doc.get(object) || object["plan_version"].get(found) || found != kPlanFileVersion)
+    throw Error(source + ": not a plan file of plan_version " + std::to_string(kPlanFileVersion) +
+                " (tracelane sweep ROOT --write-plan FILE writes one)");
+  ReportReader reader(source);
+  auto members = reader.members(doc, "", {"plan_version", "tool", "root", "digest", "count", "iterations"});
+  std::string_view tool;
+  if (reader.required(members, "tool", "").get(tool)) reader.fail("tool", "expected a string");
+  PlanFile file;
+  file.root = reader.text(reader.required(members, "root", ""), "root");
+  file.plan = read_plan(reader, members, "", std::nullopt);
+  if (plan_digest(file.plan.iterations) != file.plan.digest)
+    reader.fail("digest", "not the digest of the iterations listed (the file was cut short or edited)");
+  return file;
 }
 
 }  // namespace tracelane::cli

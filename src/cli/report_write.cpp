@@ -89,6 +89,15 @@ std::string report_json(const Report& report) {
   return doc.dump(2) + "\n";
 }
 
+std::string plan_file_json(const PlanFile& file) {
+  JsonValue doc = JsonValue::object();
+  doc.set("plan_version", JsonValue::integer(kPlanFileVersion));
+  doc.set("tool", JsonValue::string("tracelane " TRACELANE_VERSION));
+  doc.set("root", JsonValue::string(report_text(file.root)));
+  add_plan_json(doc, file.plan);
+  return doc.dump(2) + "\n";
+}
+
 std::string row_record(const Row& row) {
   JsonValue item = JsonValue::object();
   item.set("kind", JsonValue::string(kind_name(row.kind)));

@@ -30,10 +30,27 @@ const CommandLine kSweepLine{"sweep", "usage: tracelane sweep ROOT [options]\n",
 
 int usage_error(const std::string& message) { return cli::usage_error(kSweepLine, message); }
 
-// ROOT as the report records it: absolute, without "." or "..".
+// ROOT as the report and a plan file record it: absolute, without "." or "..".
 std::string recorded_root(const fs::path& root) {
   boost::system::error_code ec;
   return fs::absolute(root, ec).lexically_normal().string();
+}
+
+// --plan FILE: the plan, read as strictly as a partial report (it may come from another
+// node or user) and written for this ROOT; a usage error (exit 2) otherwise, before any work.
+std::optional<int> load_plan(const std::string& file, SweepOptions& options) {
+  try {
+    ReadOptions read;
+    read.regular_only = true;
+    read.max_bytes = kMaxPartialReportBytes;
+    PlanFile plan = parse_plan_file(read_file(file, nullptr, read), file);
+    if (plan.root != recorded_root(options.root))
+      return usage_error(file + ": a plan of " + plan.root + ", not of " + recorded_root(options.root));
+    options.plan = std::move(plan.plan);
+  } catch (const Error& e) {
+    return usage_error(std::string("--plan: ") + e.what());
+  }
+  return std::nullopt;
 }
 
 // The report's place is checked before any work, not after hours of it.
@@ -56,7 +73,7 @@ std::optional<int> check_report_dir(const SweepOptions& options) {
 // stops here (--help, a usage error).
 std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& options) {
   SharedOptions shared;  // --rules, --level, --no-restore-data
-  std::string root, report_dir, memory, shard;
+  std::string root, report_dir, memory, shard, plan;
   int jobs = 0;
   bool force = false;
   po::options_description described("sweep options");
@@ -77,6 +94,9 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
       "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
       "shard", po::value(&shard), "K/N: process the iteration directories at sorted positions p with p % N == K")(
+      "plan", po::value(&plan), "split the list of iteration directories in FILE (--write-plan), not the one ROOT's walk finds")(
+      "write-plan", po::value(&options.write_plan),
+      "write ROOT's list of iteration directories to FILE for the shards of one job array, and stop")(
       "level", po::value(&shared.level)->default_value(kDefaultLevel), "gzip level, 0 to 12 (libdeflate's scale)");
   po::options_description hidden;
   hidden.add_options()("root", po::value(&root));
@@ -111,6 +131,19 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
                          "'");
   }
   if (!level_in_range(options.job.level)) return usage_error("--level must be between 0 and 12");
+  if (!options.write_plan.empty()) {
+    if (options.shard || !plan.empty() || options.dry_run || options.remove_originals || !report_dir.empty())
+      return usage_error("--write-plan only writes the plan: not with --shard, --plan, --dry-run, --remove-originals "
+                         "or --report-dir (run the shards with --plan FILE)");
+    try {
+      guard_output(options.write_plan, {}, true);
+    } catch (const OutputRefused& e) {
+      return usage_error(std::string(e.what()) + " (--write-plan)");
+    }
+    return std::nullopt;
+  }
+  if (!plan.empty())
+    if (auto done = load_plan(plan, options)) return done;
   options.report_dir = report_dir.empty() ? options.root : fs::path(report_dir);
   if (!options.dry_run) return check_report_dir(options);
   return std::nullopt;
@@ -199,11 +232,18 @@ std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& optio
   return verdicts;
 }
 
-// The report of the run: the rows of the graph and, from shard 0 only, discovery's
-// problems (they belong to the whole tree: a combined report lists each once); and the
-// plan the shard took.
+// The report of the run: the rows of the graph, the plan's problems (plan_sweep gives the
+// whole tree's to shard 0 only) and, from shard 0 only, discovery's problems (they belong
+// to the whole tree: a combined report lists each once); and the plan the shard took.
 Report make_report(const SweepOptions& options, std::vector<Row> rows, const Discovery& discovery, const SweepPlan& plan,
                    double wall_seconds) {
+  for (const DiscoveryProblem& problem : plan.plan_problems) {
+    Row row(RowKind::problem);
+    row.set("dir", problem.rel)
+        .set("status", std::string(problem.failure ? "failed" : "warning"))
+        .set("error", problem.reason);
+    rows.push_back(std::move(row));
+  }
   if (!options.shard || options.shard->index == 0)
     for (const DiscoveryProblem& problem : discovery.problems) {
       Row row(RowKind::problem);
@@ -256,11 +296,36 @@ void print_outcome(const SweepOptions& options, const Report& report, const fs::
       std::cerr << "failed: " << printable(std::get<std::string>(row.get("error"))) << "\n";
 }
 
+// --write-plan FILE: discovery's list of iteration directories, written once (atomically)
+// for every shard of a job array to split. It only reads the tree: no lock, no outputs.
+// Discovery's problems are printed; each shard 0 finds them again and reports them.
+int write_plan(const SweepOptions& options) {
+  Discovery discovery = discover(options.root);
+  for (const DiscoveryProblem& problem : discovery.problems)
+    std::cerr << printable((fs::path(options.root) / problem.rel).string() + ": " + problem.reason) << "\n";
+  PlanFile file{recorded_root(options.root), discovered_plan(discovery)};
+  try {
+    write_atomically(options.write_plan, plan_file_json(file), true);
+  } catch (const OutputRefused& e) {
+    std::cerr << "tracelane sweep: " << printable(e.what()) << "\n";
+    return kExitUsage;
+  } catch (const Error& e) {
+    std::cerr << "tracelane sweep: " << printable(e.what()) << "\n";
+    return kExitFailed;
+  }
+  if (!options.quiet)
+    std::cout << "tracelane sweep: plan of " << file.plan.count << " iteration directories (digest "
+              << short_digest(file.plan.digest) << ") written to " << printable(options.write_plan.string()) << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_sweep(int argc, char** argv) {
   SweepOptions options;
   if (auto done = parse_sweep_options(argc, argv, options)) return *done;
+
+  if (!options.write_plan.empty()) return write_plan(options);
 
   TreeLock lock;  // held until the report is written
   // --remove-originals removes nothing from a tree whose lock it could not take: another

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
@@ -119,12 +120,28 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
   SweepPlan plan;
   std::optional<std::pair<int, int>> shard;
   if (options.shard) shard = std::pair<int, int>{options.shard->index, options.shard->count};
-  plan.recorded = shard_plan(discovered_plan(discovery), shard);
+  plan.recorded = shard_plan(options.plan ? *options.plan : discovered_plan(discovery), shard);
+  // Discovery's iterations are sorted by rel, as a plan's are: found by name.
+  auto found = [&](const std::string& rel) -> const IterationDir* {
+    auto it = std::lower_bound(discovery.iterations.begin(), discovery.iterations.end(), rel,
+                               [](const IterationDir& dir, const std::string& name) { return dir.rel < name; });
+    return it != discovery.iterations.end() && it->rel == rel ? &*it : nullptr;
+  };
+  if (options.plan && (!shard || shard->first == 0))
+    for (const IterationDir& dir : discovery.iterations)
+      if (!std::binary_search(options.plan->iterations.begin(), options.plan->iterations.end(), dir.rel))
+        plan.plan_problems.push_back(
+            {dir.rel, "not in the plan (--plan; written before this directory held rank files?): not swept", false});
   // What decides the outputs besides their inputs: kept in each output's inputs record.
   const std::string recipe = options.job.recipe(true);
-  for (size_t position = 0; position < discovery.iterations.size(); ++position) {
-    if (options.shard && !shard_takes(*options.shard, position)) continue;
-    const IterationDir& dir = discovery.iterations[position];
+  for (const std::string& rel : plan.recorded.iterations) {
+    const IterationDir* found_dir = found(rel);
+    if (!found_dir) {
+      plan.plan_problems.push_back(
+          {rel, "in the plan (--plan), but no rank<N>_trace.json[.gz] found here now: not swept", true});
+      continue;
+    }
+    const IterationDir& dir = *found_dir;
     auto iteration = std::make_unique<IterationTask>();
     iteration->dir = &dir;
     iteration->index = plan.iterations.size();
@@ -220,6 +237,8 @@ void print_plan(const SweepPlan& plan) {
         std::cout << "skip    " << printable(iteration->dir->rel) << "/" << kMergedName << " (up to date)\n";
     }
   }
+  for (const DiscoveryProblem& problem : plan.plan_problems)
+    std::cout << "plan    " << printable(problem.rel) << ": " << problem.reason << "\n";
   size_t work = 0;
   uint64_t bytes = 0;
   for (const auto& task : plan.ranks)

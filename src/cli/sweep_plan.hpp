@@ -53,6 +53,10 @@ struct SweepOptions {
   // --no-restore-data, --level. No timings: jobs run concurrently.
   JobOptions job;
   std::optional<Shard> shard;
+  // --plan FILE: the iteration list to split, read from the file (checked: its root is
+  // this ROOT); else the list discovery finds.
+  std::optional<IterationPlan> plan;
+  fs::path write_plan;            // --write-plan FILE: write the plan of ROOT and stop
   bool remove_originals = false;  // --remove-originals (remove_originals.hpp)
 };
 
@@ -96,13 +100,18 @@ struct SweepPlan {
   std::vector<std::unique_ptr<RankTask>> ranks;
   std::vector<std::unique_ptr<IterationTask>> iterations;
   IterationPlan recorded;  // what the report records: the plan, and the iterations this shard took
+  // With --plan: an iteration of this shard's positions that discovery did not find
+  // (failed), and, from shard 0 only (they belong to the whole tree), each iteration
+  // directory discovery found that the plan does not hold (a warning: not swept).
+  std::vector<DiscoveryProblem> plan_problems;
 };
 
 // The iteration plan of what discovery found: every iteration directory, in its order.
 IterationPlan discovered_plan(const Discovery& discovery);
 
-// Takes this shard's positions of discovered_plan() and decides, per iteration and rank,
-// what is stale; fills the rows of what is up to date.
+// Takes this shard's positions of the plan (--plan's, else discovered_plan()) and decides,
+// per iteration and rank, what is stale; fills the rows of what is up to date. Iterations
+// are matched by name only: the plan never leads the sweep anywhere discovery did not walk.
 SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery);
 
 // --dry-run: what the sweep would do.

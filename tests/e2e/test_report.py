@@ -18,7 +18,12 @@ reports it must not trust (needs no corpus: the trees hold copies of tests/data'
   the file and the version.
 - Shards of one array must split one list of iteration directories: an iteration that
   appears between two shards' runs makes their plans differ, and the combine refuses the
-  later shard, naming both reports (exit 1).
+  later shard, naming both reports (exit 1); shards that split one plan file (`sweep
+  --write-plan`, then `--plan`) agree whatever appears or goes in between, and each
+  iteration of the plan has a row (a warning for an iteration not in the plan, a failed
+  row for one gone); a plan file is checked as strictly as a partial report, and one of
+  another root, with a name leading out of ROOT, edited, or not a regular file is refused
+  before any work (exit 2).
 """
 
 import codecs
@@ -369,6 +374,108 @@ def test_shards_of_different_plans_are_refused(ctx, work):
     checks.equal(table[-1]["status"], "failed", "the CSV total's status")
 
 
+def test_shards_sharing_a_plan_file_agree(ctx, work):
+    """`sweep ROOT --write-plan FILE` once, then every shard with --plan FILE: the shards
+    split one list, whatever appears or goes between their runs."""
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    make_tree(ctx, root)
+    single = e2e.tracelane(ctx.args, "sweep", root, "--quiet", "--jobs", "1", "--report-dir", os.path.join(work, "single"))
+    checks.check(single.returncode == 0, f"single-node sweep: {e2e.describe(single)}")
+    expected, _ = read_report(checks, os.path.join(work, "single", "tracelane_report"), "single-node report")
+    plan = os.path.join(work, "plan.json")
+    result = e2e.tracelane(ctx.args, "sweep", root, "--write-plan", plan)
+    checks.check(result.returncode == 0 and "plan of 5 iteration directories" in result.stdout,
+                 f"--write-plan: {e2e.describe(result)}")
+    with open(plan) as handle:
+        written = json.load(handle)
+    checks.equal((written["count"], written["digest"], written["root"]),
+                 (5, expected["plan"]["digest"], os.path.realpath(root)), "the plan file's count, digest and root")
+    for k in (0, 1):
+        result = sweep_shard(ctx, root, k, 2, "--plan", plan, "--overwrite")
+        checks.check(result.returncode == 0, f"shard {k}/2 --plan: {e2e.describe(result)}")
+        add_iteration(ctx, root, f"a-new{k}".encode())  # appears after each shard: in no plan
+    combined_dir = os.path.join(work, "combined")
+    result = e2e.tracelane(ctx.args, "report", "--combine", root, "--report-dir", combined_dir)
+    checks.equal(result.returncode, 0, f"combine of shards of one plan ({result.stderr.strip()[:600]})")
+    combined, _ = read_report(checks, os.path.join(combined_dir, "tracelane_report"), "combined report")
+    if combined is not None and expected is not None:
+        checks.equal(without_timing(combined["rows"]), without_timing(expected["rows"]), "combined rows")
+        checks.equal(combined["plan"], expected["plan"], "the combined report's plan")
+
+    # An iteration that appeared after the plan is a warning of shard 0 (not swept); one of
+    # the plan that is gone is a failed row of the shard whose position it has.
+    shutil.rmtree(os.path.join(os.fsencode(root), b"run", b"profile_trace", b"plain"))
+    for k in (0, 1):
+        sweep_shard(ctx, root, k, 2, "--plan", plan)
+    result = e2e.tracelane(ctx.args, "report", "--combine", root, "--report-dir", combined_dir)
+    checks.equal(result.returncode, 1, f"combine with an iteration of the plan gone ({result.stderr.strip()[:600]})")
+    combined, _ = read_report(checks, os.path.join(combined_dir, "tracelane_report"), "combined report")
+    if combined is not None:
+        problems = {(row["dir"], row["status"]): row["error"] for row in combined["rows"] if row["kind"] == "problem"}
+        checks.check(("run/profile_trace/plain", "failed") in problems, f"no failed row for the iteration gone: {problems}")
+        for name in ("a-new0", "a-new1"):
+            checks.check(problems.get((f"run/profile_trace/{name}", "warning"), "").startswith("not in the plan"),
+                         f"no warning for {name}, not in the plan: {problems}")
+        checks.check(not any(row["kind"] == "file" and "a-new" in row["dir"] for row in combined["rows"]),
+                     "an iteration not in the plan was swept")
+        checks.check(combined["plan"] is not None, "the combined report accounts for its plan")
+
+
+def test_plan_files_are_checked(ctx, work):
+    """A plan file may be written by someone else: it is read as strictly as a partial
+    report, matched to the iterations discovery finds by name (it never leads the sweep
+    anywhere), and a bad one stops the shard before any work (exit 2)."""
+    checks = ctx.checks
+    root = os.path.join(work, "tree")
+    make_tree(ctx, root)
+    plan = os.path.join(work, "plan.json")
+    result = e2e.tracelane(ctx.args, "sweep", root, "--write-plan", plan, "--quiet")
+    checks.check(result.returncode == 0 and result.stdout == "", f"--write-plan --quiet: {e2e.describe(result)}")
+    with open(plan) as handle:
+        good = json.load(handle)
+
+    def refused(what, document=None, path=None, expect=""):
+        if path is None:
+            path = os.path.join(work, f"bad-{len(os.listdir(work))}.json")
+            with open(path, "w") as handle:
+                json.dump(document, handle)
+        result = sweep_shard(ctx, root, 0, 2, "--plan", path)
+        checks.check(result.returncode == 2 and expect in result.stderr, f"{what}: {e2e.describe(result)}")
+        checks.check(not any(name.endswith("_compacted.json") for _, _, names in os.walk(root) for name in names),
+                     f"{what}: the shard did work")
+
+    for name, field in (("../../../etc", "iterations[0]"), ("/etc", "iterations[0]"), ("", "iterations[0]"),
+                        ("run//x", "iterations[0]")):
+        bad = json.loads(json.dumps(good))
+        bad["iterations"][0] = name
+        refused(f"a plan naming {name!r}", bad, expect=f"--plan: {work}")
+        refused(f"a plan naming {name!r} (the field)", bad, expect=f"{field}: not a directory under the root")
+    edited = json.loads(json.dumps(good))
+    edited["iterations"].pop()
+    edited["count"] -= 1
+    refused("a plan whose list was cut", edited, expect="digest: not the digest of the iterations listed")
+    other = json.loads(json.dumps(good))
+    other["root"] = "/somewhere/else"
+    refused("a plan of another root", other, expect="a plan of /somewhere/else, not of ")
+    fifo = os.path.join(work, "plan.fifo")
+    os.mkfifo(fifo)
+    refused("a FIFO as the plan", path=fifo, expect="--plan: ")
+    refused("no plan file", path=os.path.join(work, "absent.json"), expect="--plan: ")
+    # --write-plan writes only the plan, through the guard every output goes through.
+    for argv, what in ((["--shard", "0/2"], "with --shard"), (["--plan", plan], "with --plan"),
+                       (["--dry-run"], "with --dry-run")):
+        result = e2e.tracelane(ctx.args, "sweep", root, "--write-plan", os.path.join(work, "p2.json"), *argv)
+        checks.check(result.returncode == 2 and "--write-plan only writes the plan" in result.stderr,
+                     f"--write-plan {what}: {e2e.describe(result)}")
+    rank_name = os.path.join(work, "rank0_trace.json")
+    result = e2e.tracelane(ctx.args, "sweep", root, "--write-plan", rank_name)
+    checks.check(result.returncode == 2 and not os.path.exists(rank_name), f"--write-plan to a rank name: {e2e.describe(result)}")
+    # The good plan still works.
+    result = sweep_shard(ctx, root, 0, 2, "--plan", plan)
+    checks.check(result.returncode == 0, f"the good plan: {e2e.describe(result)}")
+
+
 def main():
     args = e2e.parse_args(__doc__)
     checks = e2e.Checks("e2e report")
@@ -378,6 +485,8 @@ def main():
         test_combine_never_writes_over_an_input,
         test_previous_release_reports_and_records_still_read,
         test_shards_of_different_plans_are_refused,
+        test_shards_sharing_a_plan_file_agree,
+        test_plan_files_are_checked,
     ))
 
 

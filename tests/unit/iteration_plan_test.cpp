@@ -1,5 +1,6 @@
 // The iteration plan that the shards of one job array split: its digest (SHA-256 of the
-// list) and the shards' shares of it.
+// list), the shards' shares of it, and the plan file (`sweep --write-plan`, `--plan`),
+// read as strictly as a partial report, since someone else may be able to write it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -19,6 +20,23 @@ std::string sha256_of(const std::string& text) {
   Sha256 sha;
   sha.update(text);
   return sha.hex_digest();
+}
+
+// The message of the Error parse_plan_file throws, or "" when it reads the text.
+std::string plan_error(const std::string& json) {
+  try {
+    parse_plan_file(json, "plan.json");
+  } catch (const tracelane::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
 }
 
 }  // namespace
@@ -73,4 +91,53 @@ TEST(IterationPlan, AShardTakesThePositionsSweepShardTakes) {
     EXPECT_EQ(total, names.size());
   }
   EXPECT_EQ(shard_plan(whole, std::nullopt).iterations, names);
+}
+
+TEST(PlanFile, ReadsWhatItWrote) {
+  PlanFile file{"/data/outputs\xff", whole_plan({".", "run/it\x1b", "run/it\\1"})};
+  std::string json = plan_file_json(file);
+  EXPECT_NE(json.find("\"run/it\\\\x1b\""), std::string::npos) << json;  // escaped as every text cell
+  PlanFile back = parse_plan_file(json, "plan.json");
+  EXPECT_EQ(back.root, file.root);
+  EXPECT_EQ(back.plan.iterations, file.plan.iterations);
+  EXPECT_EQ(back.plan.digest, file.plan.digest);
+  EXPECT_EQ(back.plan.count, 3);
+  EXPECT_EQ(plan_file_json(back), json);
+  EXPECT_EQ(plan_error(plan_file_json(PlanFile{"/", whole_plan({})})), "");
+}
+
+// Whoever can write the plan file chooses names: none may leave ROOT, and an edited or cut
+// list is refused, each naming the file and the field.
+TEST(PlanFile, RefusesAnEditedOrHostileList) {
+  const std::string json = plan_file_json(PlanFile{"/data/outputs", whole_plan({"a/it", "b/it"})});
+  struct Case {
+    std::string from, to, where;
+  };
+  const std::vector<Case> cases = {
+      {R"("a/it")", R"("../it")", "iterations[0]: not a directory under the root"},
+      {R"("a/it")", R"("a/../../it")", "iterations[0]: not a directory under the root"},
+      {R"("a/it")", R"("/etc")", "iterations[0]: not a directory under the root"},
+      {R"("a/it")", R"("")", "iterations[0]: not a directory under the root"},
+      {R"("a/it")", R"("a//it")", "iterations[0]: not a directory under the root"},
+      {R"("a/it")", R"("a/it/")", "iterations[0]: not a directory under the root"},
+      {R"("a/it")", R"("a/\\x00")", "iterations[0]: not a directory under the root"},
+      {R"("a/it")", R"("c/it")", "iterations[1]: not after the one before"},
+      {R"("a/it")", R"("b/it")", "iterations[1]: not after the one before"},
+      {R"("a/it")", R"("a/is")", "digest: not the digest of the iterations listed"},
+      {R"("a/it",)", "", "iterations: 1 iterations, not the 2 of a plan of 2"},
+      {R"("count": 2)", R"("count": 3)", "iterations: 2 iterations, not the 3 of a plan of 3"},
+      {R"("digest": ")", R"("digest": "0)", "digest: expected 64 lower-case hex digits"},
+      {R"("root": "/data/outputs")", R"("root": 7)", "root: expected a string"},
+      {R"("root": )", R"("roots": )", "roots: unknown key"},
+      {R"("plan_version": 1)", R"("plan_version": 2)", "not a plan file of plan_version 1"},
+      {R"("plan_version": 1,)", "", "not a plan file of plan_version 1"},
+  };
+  for (const Case& c : cases) {
+    std::string error = plan_error(replaced(json, c.from, c.to));
+    EXPECT_EQ(error.rfind("plan.json: ", 0), 0u) << c.to << ": " << error;
+    EXPECT_NE(error.find(c.where), std::string::npos) << c.from << " -> " << c.to << ": " << error;
+  }
+  EXPECT_NE(plan_error(json.substr(0, json.size() / 2)).find("plan.json: not a JSON plan file"), std::string::npos);
+  // A report is not a plan file, nor a plan file a report.
+  EXPECT_NE(plan_error("{\"schema_version\": 4}").find("not a plan file"), std::string::npos);
 }

@@ -371,7 +371,8 @@ TEST(ReportCombine, ShardsOfDifferentPlansAreRefusedNamingBoth) {
   EXPECT_EQ(combined.problems[0],
             "s1.json: shard 1/2 worked from another plan (5 iterations, digest " + short_digest(shard1.plan->digest) +
                 ") than s0.json, shard 0/2 (4 iterations, digest " + short_digest(shard0.plan->digest) +
-                "); left out: the shards of one array must split one list of iterations");
+                "); left out: the shards of one array must split one list of iterations (sweep ROOT --write-plan FILE "
+                "once, then every shard with --plan FILE)");
   EXPECT_EQ(combined.problems[1], "missing shards: 1 (of 2); 2 of the plan's 4 iterations are in no report given");
   EXPECT_TRUE(has_failures(combined.report.rows));
   EXPECT_FALSE(combined.report.plan.has_value());
