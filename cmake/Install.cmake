@@ -26,7 +26,8 @@ install(FILES ${CMAKE_SOURCE_DIR}/docs/tracelane.1 DESTINATION ${CMAKE_INSTALL_M
 install(FILES ${CMAKE_SOURCE_DIR}/completion/tracelane.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME tracelane)
 
-set(TRACELANE_SLURM_SCRIPTS submit.sh tracelane-sweep.sbatch tracelane-array.sbatch tracelane-combine.sbatch)
+set(TRACELANE_SLURM_SCRIPTS submit.sh tracelane-sweep.sbatch tracelane-plan.sbatch tracelane-array.sbatch
+    tracelane-combine.sbatch)
 install(FILES ${CMAKE_SOURCE_DIR}/slurm/README.md DESTINATION ${CMAKE_INSTALL_DATADIR}/tracelane/slurm)
 install(CODE "
   set(TRACELANE_SOURCE_DIR \"${CMAKE_SOURCE_DIR}\")

@@ -155,7 +155,8 @@ def main():
                 outputs[name] = read_trace(out)
         if len(outputs) == 2:
             checks.check(outputs["installed"] == outputs["build"], "the packaged binary's output differs from the build's")
-        for script in ("submit.sh", "tracelane-sweep.sbatch", "tracelane-array.sbatch", "tracelane-combine.sbatch"):
+        for script in ("submit.sh", "tracelane-sweep.sbatch", "tracelane-plan.sbatch", "tracelane-array.sbatch",
+                       "tracelane-combine.sbatch"):
             path = f"/usr/share/tracelane/slurm/{script}"
             checks.check(os.path.isfile(path) and "\ninstalled_tracelane='/usr/bin/tracelane'\n" in open(path).read(),
                          f"{path}: missing, or not pointing at /usr/bin/tracelane")

@@ -11,7 +11,8 @@
   XDG_DATA_HOME and from XDG_DATA_DIRS, when bash-completion is installed);
 - the installed Slurm scripts run the installed binary, with no tracelane on PATH and with a
   decoy tracelane on PATH, on a small tree: sweep, array task + combine, and submit.sh
-  against a fake sbatch.
+  against a fake sbatch (it writes the plan with the installed binary and gives it to the
+  array).
 
 The prefix contains a space and a single quote, as an unlucky user's might.
 
@@ -37,7 +38,8 @@ from install_common import (SKIP, VERSION_LINE, commands, completion_offers, des
                             man_sections, options, read_trace, render_man, run)
 
 BASH = shutil.which("bash") or "/bin/bash"
-SLURM_SCRIPTS = ["submit.sh", "tracelane-sweep.sbatch", "tracelane-array.sbatch", "tracelane-combine.sbatch"]
+SLURM_SCRIPTS = ["submit.sh", "tracelane-sweep.sbatch", "tracelane-plan.sbatch", "tracelane-array.sbatch",
+                 "tracelane-combine.sbatch"]
 
 
 def git_head(source):
@@ -259,6 +261,11 @@ def main():
                              f"submit.sh did not pass --tracelane {binary} to sbatch: {argv}")
                 checks.check(any(a.startswith(slurm_dir + "/") for a in argv),
                              f"submit.sh did not submit the installed scripts: {argv}")
+            # The plan every shard splits, written by submit.sh with the installed binary.
+            plan = os.path.join(tree, "tracelane_plan.json")
+            checks.check(os.path.isfile(plan), f"submit.sh wrote no plan {plan}")
+            checks.check(any(a == "--plan" and b == plan for a, b in zip(calls[0].splitlines(), calls[0].splitlines()[1:])),
+                         f"submit.sh did not give the array --plan {plan}: {calls[0].splitlines()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

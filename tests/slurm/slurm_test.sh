@@ -2,7 +2,9 @@
 # Test of slurm/ against a real Slurm: starts a private single-node cluster (munged,
 # slurmctld, slurmd) on 127.0.0.1 in a scratch directory under /tmp, then
 #   1. slurm/submit.sh --after <a failing "training" job> --shards 3 on a copy of
-#      corpus/sweep_tree: the array and the combine step run, the combined report is kept;
+#      corpus/sweep_tree: the plan job, then the array (every task with --plan) and the
+#      combine step run, the combined report is kept; then the same with a plan job that
+#      fails: the array is cancelled, the combine step runs and fails;
 #   2. slurm/tracelane-sweep.sbatch --dependency=afterany:<another failing job> (the
 #      post-job step) on a fresh copy at the same path: its report is kept;
 #   3. a single-node `tracelane sweep` of a fresh copy at the same path;
@@ -270,27 +272,52 @@ submit train "${small[@]}" --job-name=fake-training --output=/dev/null --wrap 's
 shards=3
 ids=$(env "$marker" "$slurm_dir/submit.sh" --shards "$shards" --after "$train" --tracelane "$tracelane" \
         --report-dir "$scratch/tree/reports" "${small[@]}" "$scratch/tree" -- --quiet) || fail "submit.sh failed"
+plan_id=$(sed -n 's/^plan_job_id=//p' <<<"$ids")
 array_id=$(sed -n 's/^array_job_id=//p' <<<"$ids")
 combine_id=$(sed -n 's/^combine_job_id=//p' <<<"$ids")
-[[ $array_id =~ ^[0-9]+$ && $combine_id =~ ^[0-9]+$ ]] || fail "submit.sh printed '$ids'"
-job_ids+=("$array_id" "$combine_id")
-log "training job $train, array job $array_id, combine job $combine_id"
-wait_done "$train" "$array_id" "$combine_id"
+[[ $plan_id =~ ^[0-9]+$ && $array_id =~ ^[0-9]+$ && $combine_id =~ ^[0-9]+$ ]] || fail "submit.sh printed '$ids'"
+job_ids+=("$plan_id" "$array_id" "$combine_id")
+log "training job $train, plan job $plan_id, array job $array_id, combine job $combine_id"
+wait_done "$train" "$plan_id" "$array_id" "$combine_id"
 expect_exit "$train" FAILED 3:0
+expect_exit "$plan_id" COMPLETED 0:0
 expect_exit "$array_id" COMPLETED 0:0
 expect_exit "$combine_id" COMPLETED 0:0
+plan=$scratch/tree/reports/tracelane_plan.json
+[[ -s $plan && -s $scratch/run/tracelane-plan-$plan_id.out ]] || fail "no plan $plan, or no log of the plan job"
 [[ $(job_field "$array_id" JobState | wc -l) == "$shards" ]] || fail "array job $array_id does not have $shards tasks"
 for ((k = 0; k < shards; k++)); do
   log_file=$scratch/run/tracelane-shard-${array_id}_$k.out
   [[ -s $log_file ]] || fail "no log $log_file (expected %x-%A_%a.out): $(ls "$scratch/run")"
-  grep -q -- "--shard $k/$shards" "$log_file" || { cat "$log_file" >&2; fail "task $k did not run shard $k/$shards"; }
+  grep -q -- "--shard $k/$shards .*--plan $plan" "$log_file" \
+    || { cat "$log_file" >&2; fail "task $k did not run shard $k/$shards with --plan $plan"; }
   [[ -e $scratch/tree/reports/tracelane_report.shard-$k-of-$shards.json ]] || fail "no report of shard $k"
 done
 [[ -s $scratch/run/tracelane-combine-$combine_id.out ]] || fail "no combine log: $(ls "$scratch/run")"
 cp "$scratch/tree/reports/tracelane_report.json" "$scratch/reports/array.json"
 cp "$scratch/tree/reports/tracelane_report.csv" "$scratch/reports/array.csv"
 snapshot array
-log "array + combine done"
+log "plan + array + combine done"
+
+# 1b. a plan job that fails (its plan's name is a directory): the array never runs
+#     (afterok, --kill-on-invalid-dep), the combine step does (afterany) and fails
+fresh_tree
+mkdir -p "$scratch/tree/reports/tracelane_plan.json"
+submit train "${small[@]}" --job-name=fake-training --output=/dev/null --wrap 'exit 0'
+ids=$(env "$marker" "$slurm_dir/submit.sh" --shards 2 --after "$train" --tracelane "$tracelane" \
+        --report-dir "$scratch/tree/reports" "${small[@]}" "$scratch/tree" -- --quiet) || fail "submit.sh failed"
+plan_id=$(sed -n 's/^plan_job_id=//p' <<<"$ids")
+array_id=$(sed -n 's/^array_job_id=//p' <<<"$ids")
+combine_id=$(sed -n 's/^combine_job_id=//p' <<<"$ids")
+job_ids+=("$plan_id" "$array_id" "$combine_id")
+wait_done "$train" "$plan_id" "$array_id" "$combine_id"
+expect_exit "$plan_id" FAILED 2:0
+[[ $(job_field "$array_id" JobState | sort -u) == CANCELLED ]] \
+  || { timeout 10 scontrol show job "$array_id" >&2; fail "the array ran without its plan"; }
+expect_exit "$combine_id" FAILED 1:0
+grep -q "every shard is missing" "$scratch/run/tracelane-combine-$combine_id.out" \
+  || { cat "$scratch/run/tracelane-combine-$combine_id.out" >&2; fail "the combine log does not say every shard is missing"; }
+log "failed plan job: array cancelled, combine step failed"
 
 # 2. the post-job step: one job for the whole tree, after a failing training job
 fresh_tree
