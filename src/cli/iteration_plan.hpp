@@ -46,8 +46,8 @@ IterationPlan shard_plan(const IterationPlan& whole, const std::optional<std::pa
 // What is wrong with a plan as a report of shard `shard` (nothing: unsharded) or a plan
 // file holds it, or nothing: a digest of 64 lower-case hex digits, a count of at most
 // kMaxPlanIterations, iterations that are each a directory under ROOT as a sweep names it
-// (is_dir_under_root, no NUL byte), strictly increasing, as many as the shard's share of
-// the count. (Whether an unsharded plan's digest is its list's own is left to the caller:
+// (is_dir_under_root), strictly increasing, as many as the shard's share of the count.
+// (Whether an unsharded plan's digest is its list's own is left to the caller:
 // plan_digest().) `where` is relative to the plan ("iterations[3]", "digest").
 struct PlanProblem {
   std::string where, what;

@@ -227,7 +227,8 @@ std::string cell_text(const Cell& cell, const Column& column) {
 
 bool is_dir_under_root(std::string_view bytes) {
   if (bytes == ".") return true;
-  if (bytes.empty() || bytes.front() == '/') return false;
+  // A NUL never names a file: such a dir could never be the tree's.
+  if (bytes.empty() || bytes.front() == '/' || bytes.find('\0') != std::string_view::npos) return false;
   size_t begin = 0;
   while (begin <= bytes.size()) {
     size_t end = std::min(bytes.find('/', begin), bytes.size());

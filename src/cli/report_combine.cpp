@@ -23,8 +23,8 @@ namespace tracelane::cli {
 namespace {
 
 // A name from the tree in a problem line: names can be longer than PATH_MAX, and a line
-// lists ten of them.
-std::string listed(const std::string& name) { return name.size() <= 200 ? name : name.substr(0, 200) + "..."; }
+// lists ten of them (a row: its dir and file).
+std::string listed(const std::string& name) { return name.size() <= 120 ? name : name.substr(0, 120) + "..."; }
 
 // One summarised problem line: `what`, then the first kListLimit items and a count.
 struct ProblemList {

@@ -166,6 +166,7 @@ TEST(ReportReader, RefusesACorruptPartialReportNamingTheField) {
       {R"("dir": "r/it")", R"("dir": "/etc")", "rows[0].dir: not a directory under the report's root"},
       {R"("dir": "r/it")", R"("dir": "")", "rows[0].dir: not a directory under the report's root"},
       {R"("dir": "r/it")", R"("dir": "r//it")", "rows[0].dir: not a directory under the report's root"},
+      {R"("dir": "r/it")", R"("dir": "r/\\x00")", "rows[0].dir: not a directory under the report's root"},
       {R"("dir": "r/it")", R"("dir": "r/it", "bytes": 1)", "rows[0].bytes: unknown key"},
       {R"("dir": "r/it")", R"("dir": "r/it", "pp_order": "0 1")", "rows[0].pp_order: not a column of file rows"},
       {R"("rank": 0,)", "", "rows[0].rank: missing"},
