@@ -30,10 +30,14 @@ const CommandLine kSweepLine{"sweep", "usage: tracelane sweep ROOT [options]\n",
 
 int usage_error(const std::string& message) { return cli::usage_error(kSweepLine, message); }
 
-// ROOT as the report and a plan file record it: absolute, without "." or "..".
+// ROOT as the report and a plan file record it: absolute, without "." or "..", and
+// without a trailing '/' (lexically_normal writes "outputs/" as "outputs/."), so that
+// `outputs/` and `outputs` are one root to a plan file and to `report --combine`.
 std::string recorded_root(const fs::path& root) {
   boost::system::error_code ec;
-  return fs::absolute(root, ec).lexically_normal().string();
+  fs::path normal = fs::absolute(root, ec).lexically_normal();
+  if (normal.filename() == "." && normal.has_parent_path()) normal = normal.parent_path();
+  return normal.string();
 }
 
 // --plan FILE: the plan, read as strictly as a partial report (it may come from another

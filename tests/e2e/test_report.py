@@ -430,7 +430,8 @@ def test_plan_files_are_checked(ctx, work):
     root = os.path.join(work, "tree")
     make_tree(ctx, root)
     plan = os.path.join(work, "plan.json")
-    result = e2e.tracelane(ctx.args, "sweep", root, "--write-plan", plan, "--quiet")
+    # Written for "tree/", read by a shard of "tree": one root.
+    result = e2e.tracelane(ctx.args, "sweep", root + "/", "--write-plan", plan, "--quiet")
     checks.check(result.returncode == 0 and result.stdout == "", f"--write-plan --quiet: {e2e.describe(result)}")
     with open(plan) as handle:
         good = json.load(handle)
@@ -471,9 +472,10 @@ def test_plan_files_are_checked(ctx, work):
     rank_name = os.path.join(work, "rank0_trace.json")
     result = e2e.tracelane(ctx.args, "sweep", root, "--write-plan", rank_name)
     checks.check(result.returncode == 2 and not os.path.exists(rank_name), f"--write-plan to a rank name: {e2e.describe(result)}")
-    # The good plan still works.
-    result = sweep_shard(ctx, root, 0, 2, "--plan", plan)
-    checks.check(result.returncode == 0, f"the good plan: {e2e.describe(result)}")
+    # The good plan still works, for ROOT however it is spelt.
+    for spelling in (root, os.path.join(root, "."), os.path.join(work, ".", "tree") + "/"):
+        result = sweep_shard(ctx, spelling, 0, 2, "--plan", plan)
+        checks.check(result.returncode == 0, f"the good plan, ROOT {spelling}: {e2e.describe(result)}")
 
 
 def main():
