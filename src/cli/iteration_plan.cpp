@@ -2,10 +2,25 @@
 // from a report or a plan file must pass.
 #include "iteration_plan.hpp"
 
-#include "report.hpp"
+#include <algorithm>
+
 #include "sha256.hpp"
 
 namespace tracelane::cli {
+
+bool is_dir_under_root(std::string_view bytes) {
+  if (bytes == ".") return true;
+  // A NUL never names a file: such a dir could never be the tree's.
+  if (bytes.empty() || bytes.front() == '/' || bytes.find('\0') != std::string_view::npos) return false;
+  size_t begin = 0;
+  while (begin <= bytes.size()) {
+    size_t end = std::min(bytes.find('/', begin), bytes.size());
+    std::string_view name = bytes.substr(begin, end - begin);
+    if (name.empty() || name == "." || name == "..") return false;
+    begin = end + 1;
+  }
+  return true;
+}
 
 std::string plan_digest(const std::vector<std::string>& iterations) {
   Sha256 sha;

@@ -11,10 +11,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace tracelane::cli {
+
+// Whether `bytes` names a directory under ROOT as a sweep writes it (a report row's `dir`,
+// a plan's iteration): "." or a relative path of names, none empty, "." or "..", and no
+// NUL byte. A report or plan read from a file is checked so before its dirs are joined to
+// ROOT or become links on the page.
+bool is_dir_under_root(std::string_view bytes);
 
 // The most iterations a plan may hold: far beyond any outputs tree (a million iterations
 // of one rank is a terabyte of traces), small enough that a count read from a file cannot

@@ -138,12 +138,6 @@ std::string cell_text(const Cell& cell, const Column& column);
 // nothing when `text` is not exactly that form of any byte string.
 std::optional<std::string> name_from_report(std::string_view text);
 
-// Whether a row's `dir` (its bytes) names a directory under the report's ROOT as a sweep
-// writes it: "." or a relative path of names, none empty, "." or "..", and no NUL byte. A
-// report read from a file is checked so before its dirs are joined to ROOT or become links
-// on the page, and so are the names of a plan.
-bool is_dir_under_root(std::string_view bytes);
-
 std::string report_json(const Report& report);
 
 // A row's cells as a small JSON object (the kind, and every cell but the timing ones),
