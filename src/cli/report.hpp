@@ -218,7 +218,4 @@ struct Combined {
 // it records the plan only when it accounts for all of it.
 Combined combine_reports(const std::vector<Report>& partials, const std::vector<std::string>& unreadable = {});
 
-// The `report` command (`report --combine DIR_OR_FILES...`). Returns the exit status.
-int run_report(int argc, char** argv);
-
 }  // namespace tracelane::cli

@@ -22,6 +22,7 @@
 #include <iostream>
 #include <set>
 
+#include "commands.hpp"
 #include "files.hpp"
 #include "options.hpp"
 #include "printable.hpp"

@@ -7,7 +7,7 @@
 //   sweep_graph.hpp    the tbb::flow::graph that does the work (trace_job.hpp's steps)
 //   progress.hpp       the progress line on stderr
 //   tree_lock.hpp      one sweep at a time per tree
-//   sweep.cpp          the command: options, then the run, then the report
+//   sweep.cpp          the command (run_sweep, commands.hpp): options, the run, the report
 //
 // This header includes those that tests call (discovery, shards, sizes, admission).
 #pragma once
@@ -16,9 +16,3 @@
 #include "memory_budget.hpp"
 #include "sweep_plan.hpp"
 
-namespace tracelane::cli {
-
-// The `sweep` command: options, then the graph. Returns the exit status.
-int run_sweep(int argc, char** argv);
-
-}  // namespace tracelane::cli
