@@ -70,8 +70,9 @@ int main(int argc, char** argv) {
   double after_populate = seconds_since(start);
   ::munmap(q, bytes);
 
-  std::printf("%zu MiB%s: first write %.3f s, second write %.3f s; MADV_POPULATE_WRITE on %d threads %.3f s%s, "
-              "then the write %.3f s\n",
-              bytes >> 20, huge ? " (huge pages)" : "", first, again, threads, populate, populated ? "" : " (not supported: skipped)",
-              after_populate);
+  std::printf(
+      "%zu MiB%s: first write %.3f s, second write %.3f s; MADV_POPULATE_WRITE on %d threads %.3f s%s, "
+      "then the write %.3f s\n",
+      bytes >> 20, huge ? " (huge pages)" : "", first, again, threads, populate,
+      populated ? "" : " (not supported: skipped)", after_populate);
 }

@@ -83,8 +83,7 @@ int64_t hrange(uint64_t h, int64_t lo, int64_t hi) { return lo + int64_t(h % uin
 
 class Sink {
  public:
-  Sink(FILE* file, bool gzip, int level, size_t member_bytes)
-      : file_(file), gzip_(gzip), member_bytes_(member_bytes) {
+  Sink(FILE* file, bool gzip, int level, size_t member_bytes) : file_(file), gzip_(gzip), member_bytes_(member_bytes) {
     if (gzip_) compressor_ = libdeflate_alloc_compressor(level);
     buf.reserve(std::min<size_t>(member_bytes_ + (1 << 20), size_t(1) << 31));
   }
@@ -166,70 +165,117 @@ struct KernelKind {
 
 const KernelKind kForward[] = {
     {"triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0",
-     "\"registers per thread\": 30, \"shared memory\": 0, \"blocks per SM\": 62.060608, \"warps per SM\": 992.969727, \"grid\": [8192, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 100"},
+     "\"registers per thread\": 30, \"shared memory\": 0, \"blocks per SM\": 62.060608, \"warps per SM\": 992.969727, "
+     "\"grid\": [8192, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 100"},
     {"nvjet_tst_256x128_64x4_2x1_v_bz_coopA_NTN",
-     "\"registers per thread\": 168, \"shared memory\": 213504, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 168, \"shared memory\": 213504, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
     {"triton_poi_fused__to_copy_add_cat_mul_stack_view_1",
-     "\"registers per thread\": 26, \"shared memory\": 0, \"blocks per SM\": 248.242424, \"warps per SM\": 1985.939392, \"grid\": [32768, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
-    {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)",
-     "\"registers per thread\": 255, \"shared memory\": 49152, \"blocks per SM\": 7.757576, \"warps per SM\": 31.030304, \"grid\": [16, 32, 2], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 6"},
+     "\"registers per thread\": 26, \"shared memory\": 0, \"blocks per SM\": 248.242424, \"warps per SM\": "
+     "1985.939392, \"grid\": [32768, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
+    {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+     "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, "
+     "false>(pytorch_flash::Flash_fwd_params)",
+     "\"registers per thread\": 255, \"shared memory\": 49152, \"blocks per SM\": 7.757576, \"warps per SM\": "
+     "31.030304, \"grid\": [16, 32, 2], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 6"},
     {"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
-     "\"registers per thread\": 168, \"shared memory\": 213504, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 168, \"shared memory\": 213504, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
     {"triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_2",
-     "\"registers per thread\": 30, \"shared memory\": 0, \"blocks per SM\": 62.060608, \"warps per SM\": 992.969727, \"grid\": [8192, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 100"},
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
-     "\"registers per thread\": 168, \"shared memory\": 205824, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [2, 66, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 30, \"shared memory\": 0, \"blocks per SM\": 62.060608, \"warps per SM\": 992.969727, "
+     "\"grid\": [8192, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 100"},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_"
+     "cublas",
+     "\"registers per thread\": 168, \"shared memory\": 205824, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [2, 66, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
     {"triton_poi_fused_mul_silu_3",
-     "\"registers per thread\": 22, \"shared memory\": 0, \"blocks per SM\": 1489.454545, \"warps per SM\": 5957.818182, \"grid\": [196608, 1, 1], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 100"},
+     "\"registers per thread\": 22, \"shared memory\": 0, \"blocks per SM\": 1489.454545, \"warps per SM\": "
+     "5957.818182, \"grid\": [196608, 1, 1], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 100"},
     {"nvjet_tst_192x192_64x4_2x1_v_bz_coopB_NTN",
-     "\"registers per thread\": 168, \"shared memory\": 221184, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 168, \"shared memory\": 221184, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
     {"triton_poi_fused_add_4",
-     "\"registers per thread\": 20, \"shared memory\": 0, \"blocks per SM\": 248.242424, \"warps per SM\": 1985.939392, \"grid\": [32768, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
+     "\"registers per thread\": 20, \"shared memory\": 0, \"blocks per SM\": 248.242424, \"warps per SM\": "
+     "1985.939392, \"grid\": [32768, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
 };
 
 const KernelKind kBackward[] = {
     {"nvjet_tst_192x192_64x4_2x1_v_bz_coopB_NNT",
-     "\"registers per thread\": 168, \"shared memory\": 221184, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 168, \"shared memory\": 221184, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
     {"nvjet_tst_256x128_64x4_1x2_h_bz_coopA_TNT",
-     "\"registers per thread\": 168, \"shared memory\": 213504, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 168, \"shared memory\": 213504, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
     {"triton_poi_fused_mul_silu_silu_backward_5",
-     "\"registers per thread\": 24, \"shared memory\": 0, \"blocks per SM\": 1489.454545, \"warps per SM\": 5957.818182, \"grid\": [196608, 1, 1], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 100"},
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
-     "\"registers per thread\": 168, \"shared memory\": 205824, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [2, 66, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
-     "\"registers per thread\": 168, \"shared memory\": 205824, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [2, 66, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 24, \"shared memory\": 0, \"blocks per SM\": 1489.454545, \"warps per SM\": "
+     "5957.818182, \"grid\": [196608, 1, 1], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 100"},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_"
+     "cublas",
+     "\"registers per thread\": 168, \"shared memory\": 205824, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [2, 66, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_"
+     "cublas",
+     "\"registers per thread\": 168, \"shared memory\": 205824, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [2, 66, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
     {"triton_red_fused__to_copy_add_div_mul_pow_sum_6",
-     "\"registers per thread\": 40, \"shared memory\": 0, \"blocks per SM\": 62.060608, \"warps per SM\": 496.484848, \"grid\": [8192, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 92"},
+     "\"registers per thread\": 40, \"shared memory\": 0, \"blocks per SM\": 62.060608, \"warps per SM\": 496.484848, "
+     "\"grid\": [8192, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 92"},
     {"triton_red_fused__to_copy_mul_sum_7",
-     "\"registers per thread\": 32, \"shared memory\": 0, \"blocks per SM\": 7.757576, \"warps per SM\": 62.060608, \"grid\": [1024, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 81"},
-    {"void pytorch_flash::flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> > >(pytorch_flash::Flash_bwd_params)",
-     "\"registers per thread\": 40, \"shared memory\": 0, \"blocks per SM\": 15.515152, \"warps per SM\": 124.121216, \"grid\": [32, 2, 32], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
-    {"void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, false, false, false, false, false, true, false, false>(pytorch_flash::Flash_bwd_params)",
-     "\"registers per thread\": 255, \"shared memory\": 98304, \"blocks per SM\": 3.878788, \"warps per SM\": 31.030304, \"grid\": [8, 2, 32], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 12"},
-    {"void pytorch_flash::flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> > >(pytorch_flash::Flash_bwd_params, int)",
-     "\"registers per thread\": 30, \"shared memory\": 0, \"blocks per SM\": 15.515152, \"warps per SM\": 62.060608, \"grid\": [16, 2, 32], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 94"},
+     "\"registers per thread\": 32, \"shared memory\": 0, \"blocks per SM\": 7.757576, \"warps per SM\": 62.060608, "
+     "\"grid\": [1024, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 81"},
+    {"void pytorch_flash::flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, "
+     "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> > "
+     ">(pytorch_flash::Flash_bwd_params)",
+     "\"registers per thread\": 40, \"shared memory\": 0, \"blocks per SM\": 15.515152, \"warps per SM\": 124.121216, "
+     "\"grid\": [32, 2, 32], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
+    {"void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, "
+     "2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, false, false, "
+     "false, false, false, true, false, false>(pytorch_flash::Flash_bwd_params)",
+     "\"registers per thread\": 255, \"shared memory\": 98304, \"blocks per SM\": 3.878788, \"warps per SM\": "
+     "31.030304, \"grid\": [8, 2, 32], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 12"},
+    {"void pytorch_flash::flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false, "
+     "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> > "
+     ">(pytorch_flash::Flash_bwd_params, int)",
+     "\"registers per thread\": 30, \"shared memory\": 0, \"blocks per SM\": 15.515152, \"warps per SM\": 62.060608, "
+     "\"grid\": [16, 2, 32], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 94"},
     {"triton_poi_fused__to_copy_cat_mul_8",
-     "\"registers per thread\": 26, \"shared memory\": 0, \"blocks per SM\": 248.242424, \"warps per SM\": 1985.939392, \"grid\": [32768, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
+     "\"registers per thread\": 26, \"shared memory\": 0, \"blocks per SM\": 248.242424, \"warps per SM\": "
+     "1985.939392, \"grid\": [32768, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 100"},
     {"nvjet_tst_128x128_64x4_2x1_v_bz_coopB_TNT",
-     "\"registers per thread\": 168, \"shared memory\": 196608, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
+     "\"registers per thread\": 168, \"shared memory\": 196608, \"blocks per SM\": 1.0, \"warps per SM\": 12.0, "
+     "\"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 18"},
 };
 
 const char* kNcclArgs =
-    "\"registers per thread\": 96, \"shared memory\": 87568, \"blocks per SM\": 0.181818, \"warps per SM\": 2.909091, \"grid\": [24, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 0";
+    "\"registers per thread\": 96, \"shared memory\": 87568, \"blocks per SM\": 0.181818, \"warps per SM\": 2.909091, "
+    "\"grid\": [24, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 0";
 const char* kSendRecvArgs =
-    "\"registers per thread\": 96, \"shared memory\": 41744, \"blocks per SM\": 0.030303, \"warps per SM\": 0.606061, \"grid\": [4, 1, 1], \"block\": [640, 1, 1], \"est. achieved occupancy %\": 0";
+    "\"registers per thread\": 96, \"shared memory\": 41744, \"blocks per SM\": 0.030303, \"warps per SM\": 0.606061, "
+    "\"grid\": [4, 1, 1], \"block\": [640, 1, 1], \"est. achieved occupancy %\": 0";
 const char* kSplitCopy =
-    "void at::native::(anonymous namespace)::split_with_sizes_copy_out_contiguous_no_cast_kernel<c10::BFloat16>(char**, char*, long const*, long const*, long, long, long)";
+    "void at::native::(anonymous "
+    "namespace)::split_with_sizes_copy_out_contiguous_no_cast_kernel<c10::BFloat16>(char**, char*, long const*, long "
+    "const*, long, long, long)";
 const char* kSplitCopyArgs =
-    "\"registers per thread\": 32, \"shared memory\": 0, \"blocks per SM\": 31.030304, \"warps per SM\": 124.121216, \"grid\": [4096, 1, 1], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 100";
+    "\"registers per thread\": 32, \"shared memory\": 0, \"blocks per SM\": 31.030304, \"warps per SM\": 124.121216, "
+    "\"grid\": [4096, 1, 1], \"block\": [128, 1, 1], \"est. achieved occupancy %\": 100";
 const char* kAdam =
-    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*)";
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+    "namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, "
+    "4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, "
+    "float*>(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, at::native::(anonymous "
+    "namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, "
+    "double, double, bool, float*, float*)";
 const char* kAdamArgs =
-    "\"registers per thread\": 64, \"shared memory\": 0, \"blocks per SM\": 2.424242, \"warps per SM\": 38.78788, \"grid\": [320, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 50";
+    "\"registers per thread\": 64, \"shared memory\": 0, \"blocks per SM\": 2.424242, \"warps per SM\": 38.78788, "
+    "\"grid\": [320, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 50";
 const char* kNormKernel =
-    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::NormTwoOps<float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::NormTwoOps<float, float, float>, unsigned int, float, 4>)";
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::NormTwoOps<float, float, float>, "
+    "unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::NormTwoOps<float, float, float>, unsigned int, "
+    "float, 4>)";
 const char* kNormArgs =
-    "\"registers per thread\": 32, \"shared memory\": 16, \"blocks per SM\": 0.969697, \"warps per SM\": 15.515152, \"grid\": [128, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 24";
+    "\"registers per thread\": 32, \"shared memory\": 16, \"blocks per SM\": 0.969697, \"warps per SM\": 15.515152, "
+    "\"grid\": [128, 1, 1], \"block\": [512, 1, 1], \"est. achieved occupancy %\": 24";
 
 // ---------------------------------------------------------------------------------------
 // Configuration
@@ -252,8 +298,8 @@ struct Config {
 
 // Stream ids: 7 default, 27/31 all-gather, 35 reduce-scatter, 39 all-reduce, 43 copy-out;
 // CUDA-graph streams from 64 up.
-constexpr int kDefaultStream = 7, kAgStream1 = 27, kAgStream2 = 31, kRsStream = 35, kArStream = 39,
-              kCopyStream = 43, kGraphStreamBase = 64;
+constexpr int kDefaultStream = 7, kAgStream1 = 27, kAgStream2 = 31, kRsStream = 35, kArStream = 39, kCopyStream = 43,
+              kGraphStreamBase = 64;
 
 // Global rank that holds pipeline stage s: a rotation, so that PP order differs from
 // global rank order and the merge has to read pg_config (as in real torchtitan layouts).
@@ -270,7 +316,7 @@ struct Span {
 };
 
 struct StepPlan {
-  int64_t t0 = 0;        // step start (global ns)
+  int64_t t0 = 0;  // step start (global ns)
   int64_t unshard_end = 0;
   int64_t step_end = 0;  // global, max over stages (incl. tail)
   // [stage][op][mb]
@@ -296,7 +342,9 @@ struct Sim {
   StepPlan plan(int step, int64_t t0) const {
     StepPlan p;
     p.t0 = t0;
-    auto grid = [&] { return std::vector<std::vector<std::vector<Span>>>(P, std::vector<std::vector<Span>>(2, std::vector<Span>(M))); };
+    auto grid = [&] {
+      return std::vector<std::vector<std::vector<Span>>>(P, std::vector<std::vector<Span>>(2, std::vector<Span>(M)));
+    };
     p.compute = grid();
     p.recv = grid();
     p.send = grid();
@@ -382,9 +430,15 @@ struct Annotation {
 class RankWriter {
  public:
   RankWriter(const Config& cfg, Sink& sink, int global_rank)
-      : cfg_(cfg), sim_(cfg), sink_(sink), s_(sink.buf), rank_(global_rank),
-        stage_(stage_of_global_rank(global_rank, cfg.ranks)), gpu_pid_(global_rank % 8),
-        cpu_pid_(1872713 + 17 * global_rank), rng_(hash({cfg.seed, 99, uint64_t(global_rank)})) {
+      : cfg_(cfg),
+        sim_(cfg),
+        sink_(sink),
+        s_(sink.buf),
+        rank_(global_rank),
+        stage_(stage_of_global_rank(global_rank, cfg.ranks)),
+        gpu_pid_(global_rank % 8),
+        cpu_pid_(1872713 + 17 * global_rank),
+        rng_(hash({cfg.seed, 99, uint64_t(global_rank)})) {
     // Clock: the trace's ts = global - offset; baseTimeNanoseconds = common + offset.
     offset_ns_ = hrange(hash({cfg.seed, 5, uint64_t(global_rank)}), 0, 900) + 2'371 * global_rank;
     t_origin_ = 3'304'166'932'324'545 + int64_t(hash({cfg.seed, 6}) % 1'000'000'000ULL);
@@ -609,7 +663,8 @@ class RankWriter {
     int64_t side_free = t;
     for (int i = 0; i < K; ++i) {
       int64_t remaining = end - t;
-      int64_t share = i == K - 1 ? remaining : std::max<int64_t>(2'000, total / K + rng_.range(-total / (3 * K), total / (3 * K)));
+      int64_t share =
+          i == K - 1 ? remaining : std::max<int64_t>(2'000, total / K + rng_.range(-total / (3 * K), total / (3 * K)));
       share = std::min(share, remaining);
       int64_t gap = std::min<int64_t>(rng_.range(600, 2'500), share / 4);
       int64_t ks = t + gap, kd = share - gap;
@@ -731,8 +786,9 @@ class RankWriter {
       launched_kernel("aten::linalg_vector_norm", kNormKernel, kNormArgs, kDefaultStream, ns, 18'000);
       std::string ar_extra = nccl_args("allreduce", 1, 1, "Float", true);
       int64_t as = ns + 25'000, ad = rng_.range(600'000, 1'200'000);
-      launched_kernel("record_param_comms", "ncclDevKernel_AllReduce_RING_LL_Sum_float(ncclDevKernelArgsStorage<4096ul>)",
-                      kNcclArgs, kArStream, as, ad, ar_extra, ", \"Collective name\": \"allreduce\"");
+      launched_kernel("record_param_comms",
+                      "ncclDevKernel_AllReduce_RING_LL_Sum_float(ncclDevKernelArgsStorage<4096ul>)", kNcclArgs,
+                      kArStream, as, ad, ar_extra, ", \"Collective name\": \"allreduce\"");
       annotate("nccl:all_reduce", kArStream, as, as + ad, ext_ - 1);
       int64_t os = as + ad + 10'000;
       for (int i = 0; i < 8; ++i) {
@@ -761,9 +817,12 @@ class RankWriter {
       put(s_, "    {\"id\": ");
       put_int(s_, d);
       put(s_,
-          ", \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85018279936, \"computeMajor\": 9, \"computeMinor\": 0, "
-          "\"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048, \"regsPerBlock\": 65536, \"warpSize\": 32, "
-          "\"sharedMemPerBlock\": 49152, \"numSms\": 132, \"regsPerMultiprocessor\": 65536, \"sharedMemPerBlockOptin\": 232448, "
+          ", \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85018279936, \"computeMajor\": 9, "
+          "\"computeMinor\": 0, "
+          "\"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048, \"regsPerBlock\": 65536, \"warpSize\": "
+          "32, "
+          "\"sharedMemPerBlock\": 49152, \"numSms\": 132, \"regsPerMultiprocessor\": 65536, "
+          "\"sharedMemPerBlockOptin\": 232448, "
           "\"sharedMemPerMultiprocessor\": 233472}");
       put(s_, d < 7 ? ",\n" : "\n");
     }
@@ -772,9 +831,13 @@ class RankWriter {
     put_int(s_, rank_);
     put(s_, ", \"world_size\": ");
     put_int(s_, P);
-    put(s_, ", \"pg_count\": 4, \"pg_config\": [{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": ");
+    put(s_,
+        ", \"pg_count\": 4, \"pg_config\": [{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": "
+        "\"cuda:nccl\", \"pg_size\": ");
     put_int(s_, P);
-    put(s_, ", \"ranks\": " + all + "}, {\"pg_name\": \"1\", \"pg_desc\": \"undefined\", \"backend_config\": \"cpu:gloo,cuda:gloo\", \"pg_size\": ");
+    put(s_, ", \"ranks\": " + all +
+                "}, {\"pg_name\": \"1\", \"pg_desc\": \"undefined\", \"backend_config\": \"cpu:gloo,cuda:gloo\", "
+                "\"pg_size\": ");
     put_int(s_, P);
     put(s_, ", \"ranks\": " + all + "}, {\"pg_name\": \"" + std::string(kPpPgName) +
                 "\", \"pg_desc\": \"mesh_pp\", \"backend_config\": \"cuda:nccl\", \"pg_size\": ");
@@ -784,7 +847,8 @@ class RankWriter {
                 std::to_string(rank_) + "]}], \"nccl_version\": \"2.27.5\"},\n");
     put(s_, "  \"record_shapes\": 0,\n  \"trace_id\": \"");
     char id[40];
-    std::snprintf(id, sizeof id, "%016" PRIX64 "%016" PRIX64, hash({cfg_.seed, 7, uint64_t(rank_)}), hash({cfg_.seed, 8}));
+    std::snprintf(id, sizeof id, "%016" PRIX64 "%016" PRIX64, hash({cfg_.seed, 7, uint64_t(rank_)}),
+                  hash({cfg_.seed, 8}));
     put(s_, id);
     put(s_, "\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
     put_int(s_, 1777162491000000000LL + int64_t(hash({cfg_.seed, 9}) % 1'000'000'000ULL) + offset_ns_);
@@ -831,15 +895,20 @@ class RankWriter {
     put_us(s_, ts);
     put(s_, ", \"dur\": ");
     put_us(s_, local(trace_end_) - ts);
-    put(s_, ", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", \"name\": \"PyTorch Profiler (0)\", \"args\": {\"Op count\": 0}}");
+    put(s_,
+        ", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", \"name\": \"PyTorch Profiler (0)\", \"args\": {\"Op "
+        "count\": 0}}");
     sep();
     put(s_, "{\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": ");
     put_us(s_, ts);
     put(s_, ", \"pid\": \"Spans\", \"tid\": 0, \"args\": {\"sort_index\": 536870912}}");
     sep();
-    put(s_, "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": ");
+    put(s_,
+        "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", \"tid\": "
+        "\"Trace PyTorch Profiler\", \"ts\": ");
     put_us(s_, ts);
-    put(s_, "},\n{\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"\", \"tid\": \"\", \"ts\": ");
+    put(s_,
+        "},\n{\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"\", \"tid\": \"\", \"ts\": ");
     put_us(s_, local(trace_end_) + 1'000);
     put(s_, "}\n  ],\n  \"traceName\": ");
     put_json_string(s_, trace_name_);
@@ -907,10 +976,23 @@ bool parse_size(const char* text, uint64_t* out) {
   if (end == text || v < 0) return false;
   double mult = 1;
   switch (*end) {
-    case 'k': case 'K': mult = 1e3; ++end; break;
-    case 'm': case 'M': mult = 1e6; ++end; break;
-    case 'g': case 'G': mult = 1e9; ++end; break;
-    default: break;
+    case 'k':
+    case 'K':
+      mult = 1e3;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      mult = 1e6;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      mult = 1e9;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (*end == 'B' || *end == 'b') ++end;
   if (*end) return false;
@@ -1023,8 +1105,8 @@ int main(int argc, char** argv) {
       c.seed = hash({cfg.seed, 1000, uint64_t(run), uint64_t(it)}) & 0xffffffffffffULL;
       int steps = steps_for(c);
       int iteration = 10 * (it + 1);
-      std::filesystem::path dir = std::filesystem::path(cfg.tree) / run_name / "profile_trace" /
-                                  ("iteration_" + std::to_string(iteration));
+      std::filesystem::path dir =
+          std::filesystem::path(cfg.tree) / run_name / "profile_trace" / ("iteration_" + std::to_string(iteration));
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
       if (ec) {

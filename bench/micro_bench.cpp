@@ -96,7 +96,13 @@ void BM_GzipMembers(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations() * input_json().size()));
   state.counters["size_vs_one_member"] = double(bytes) / double(tracelane::gzip_compress(input_json(), level).size());
 }
-BENCHMARK(BM_GzipMembers)->Args({1, 1})->Args({1, 2})->Args({6, 1})->Args({6, 2})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GzipMembers)
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Args({6, 1})
+    ->Args({6, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_AssignLanes(benchmark::State& state) {
   std::vector<tracelane::Interval> intervals;

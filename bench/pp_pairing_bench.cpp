@@ -33,11 +33,21 @@ std::pair<std::vector<Ns>, std::vector<Ns>> starts(int shape, int64_t n) {
   std::vector<Ns> s(static_cast<size_t>(n)), d(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) {
     switch (shape) {
-      case sources_first: s[k] = 10 * k, d[k] = 10 * (n + k); break;
-      case destinations_first: s[k] = 10 * (n + k), d[k] = 10 * k; break;
-      case interleaved: s[k] = 10 * (2 * 64 * (k / 64) + k % 64), d[k] = s[k] + 10 * 64; break;
-      case all_equal: s[k] = 0, d[k] = 0; break;
-      case alternating: s[k] = 20 * k, d[k] = 20 * k + 10; break;
+      case sources_first:
+        s[k] = 10 * k, d[k] = 10 * (n + k);
+        break;
+      case destinations_first:
+        s[k] = 10 * (n + k), d[k] = 10 * k;
+        break;
+      case interleaved:
+        s[k] = 10 * (2 * 64 * (k / 64) + k % 64), d[k] = s[k] + 10 * 64;
+        break;
+      case all_equal:
+        s[k] = 0, d[k] = 0;
+        break;
+      case alternating:
+        s[k] = 20 * k, d[k] = 20 * k + 10;
+        break;
     }
   }
   return {s, d};

@@ -146,8 +146,12 @@ void append_canonical(std::string& out, simdjson::dom::element value) {
       out.push_back(']');
       break;
     }
-    case element_type::INT64: out += std::to_string(int64_t(value)); break;
-    case element_type::UINT64: out += std::to_string(uint64_t(value)); break;
+    case element_type::INT64:
+      out += std::to_string(int64_t(value));
+      break;
+    case element_type::UINT64:
+      out += std::to_string(uint64_t(value));
+      break;
     case element_type::DOUBLE: {
       double d = double(value);
       // Range first: converting a double beyond int64 is undefined behaviour.
@@ -165,8 +169,12 @@ void append_canonical(std::string& out, simdjson::dom::element value) {
       out.append(std::string_view(value));
       out.push_back('"');
       break;
-    case element_type::BOOL: out += bool(value) ? "true" : "false"; break;
-    case element_type::NULL_VALUE: out += "null"; break;
+    case element_type::BOOL:
+      out += bool(value) ? "true" : "false";
+      break;
+    case element_type::NULL_VALUE:
+      out += "null";
+      break;
   }
 }
 

@@ -16,10 +16,10 @@
 #include <unordered_map>
 
 #include "annotations.hpp"
+#include "event_writer.hpp"
 #include "parallel_ranges.hpp"
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
-#include "event_writer.hpp"
 #include "tracelane/distributed_info.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/lanes.hpp"
@@ -43,7 +43,8 @@ std::string time_range_note(const Event& event, Field field) {
 
 std::string where(const Trace& trace, size_t index) {
   const Event& event = trace.events[index];
-  return trace.source + ": event #" + std::to_string(index) + " (byte " + std::to_string(trace.byte_offset(event)) + ")";
+  return trace.source + ": event #" + std::to_string(index) + " (byte " + std::to_string(trace.byte_offset(event)) +
+         ")";
 }
 
 // Legacy Kineto (SPEC 9.4) writes GPU tids as "stream 7" with args.stream 7.
@@ -64,13 +65,13 @@ struct Compaction {
         options(compact_options),
         timings(compact_options.timings) {}
 
-  CompactedTrace& out;       // lanes, track_tids and pid_tracks are filled in by the passes
-  Trace& trace;              // out.trace, compacted in place
-  CompactSummary& summary;   // out.summary
-  const Rules& rules;        // options.rules, or the built-in ones
+  CompactedTrace& out;      // lanes, track_tids and pid_tracks are filled in by the passes
+  Trace& trace;             // out.trace, compacted in place
+  CompactSummary& summary;  // out.summary
+  const Rules& rules;       // options.rules, or the built-in ones
   const CompactOptions& options;
-  Timings* timings;          // null: no pass reads a clock
-  SliceSet slices;           // the measured slices and their old streams, extract_slices to remap_related
+  Timings* timings;  // null: no pass reads a clock
+  SliceSet slices;   // the measured slices and their old streams, extract_slices to remap_related
   // What later passes need of the slices once they are freed: their count (validate) and
   // their count in each of the rules' groups (count_summary).
   size_t slice_count = 0;
@@ -97,8 +98,8 @@ void check_measured_slice(const Trace& trace, size_t i) {
   if (!event.dur.present || !event.dur.numeric)
     throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
   if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
-  bool same = event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value)
-                                 : legacy_stream_tid(event);
+  bool same =
+      event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value) : legacy_stream_tid(event);
   if (!same)
     throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.id_text(kTid)) +
                 " differs from args.stream " + std::string(event.id_text(kStream)));
@@ -179,7 +180,8 @@ void extract_slices(Compaction& c) {
     for (const FoundSlices::Found& slice : found[r].syncs) {
       uint32_t number = numbers[r][slice.stream];
       if (number == UINT32_MAX) {
-        const OldStream* stream = set.find_stream(found[r].streams[slice.stream].first, found[r].streams[slice.stream].second);
+        const OldStream* stream =
+            set.find_stream(found[r].streams[slice.stream].first, found[r].streams[slice.stream].second);
         if (!stream) continue;
         number = numbers[r][slice.stream] = uint32_t(stream - set.streams.data());
       }
@@ -379,8 +381,8 @@ std::vector<uint32_t> choose_subtracks(std::vector<TrackMember>& members) {
       while (!stack.empty() && stack.back().end <= span.start && stack.back().seen_end <= span.seen_start)
         stack.pop_back();
       const TwoViews* parent = stack.empty() ? nullptr : &stack.back();
-      if (!parent || (parent->start <= span.start && span.end <= parent->end &&
-                      parent->seen_start <= span.seen_start && span.seen_end <= parent->seen_end)) {
+      if (!parent || (parent->start <= span.start && span.end <= parent->end && parent->seen_start <= span.seen_start &&
+                      span.seen_end <= parent->seen_end)) {
         chosen = k;
         break;
       }

@@ -22,8 +22,9 @@ DistributedInfo read_distributed_info(const Trace& trace) {
   if (root["pg_config"].get_array().get(groups) == simdjson::SUCCESS) {
     for (simdjson::dom::element group : groups) {
       std::string_view pg_name, pg_desc;
-      bool is_pp = (group["pg_name"].get_string().get(pg_name) == simdjson::SUCCESS && pg_name == "torchtitan_real_pp") ||
-                   (group["pg_desc"].get_string().get(pg_desc) == simdjson::SUCCESS && pg_desc == "mesh_pp");
+      bool is_pp =
+          (group["pg_name"].get_string().get(pg_name) == simdjson::SUCCESS && pg_name == "torchtitan_real_pp") ||
+          (group["pg_desc"].get_string().get(pg_desc) == simdjson::SUCCESS && pg_desc == "mesh_pp");
       simdjson::dom::array ranks;
       if (!is_pp || group["ranks"].get_array().get(ranks)) continue;
       std::vector<int64_t> members;

@@ -103,8 +103,7 @@ void EventReader::read_string(od::value& v, Text& out, size_t level) {
   // Most strings have no escapes: view them in place instead of unescaping a copy. The
   // others are unescaped into the parser's buffer and copied out, so the parser can go.
   std::string_view raw = trim_right(v.raw_json_token());
-  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' &&
-      raw.find('\\') == std::string_view::npos) {
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"' && raw.find('\\') == std::string_view::npos) {
     out = raw.substr(1, raw.size() - 2);
     return;
   }

@@ -81,7 +81,8 @@ void read_events(EventReader& reader, simdjson::ondemand::document& doc, simdjso
     simdjson::ondemand::value v;
     if (auto error = std::move(element).get(v)) reader.check().fail_json(error, doc, "in traceEvents");
     Event* event = next_event();
-    if (!event) reader.check().fail("event #" + std::to_string(index) + " is not in the chunk the scanner planned", nullptr);
+    if (!event)
+      reader.check().fail("event #" + std::to_string(index) + " is not in the chunk the scanner planned", nullptr);
     const char* where = nullptr;
     if (doc.current_location().get(where)) where = nullptr;
     if (!reader.read(v, *event, index, doc)) {

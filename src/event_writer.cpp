@@ -11,13 +11,27 @@ void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
   for (unsigned char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += "\\u00";
@@ -76,12 +90,22 @@ void append_event(std::string& out, const Event& event, std::string_view name_pr
     out.append(event.raw.data() + pos, cut.offset - pos);
     std::string_view old_text = event.raw.substr(cut.offset, cut.length);
     switch (cut.field) {
-      case kPid: out += std::to_string(event.new_pid); break;
+      case kPid:
+        out += std::to_string(event.new_pid);
+        break;
       case kTid:
-      case kStream: out += std::to_string(event.new_tid); break;
-      case kId: out += std::to_string(event.new_id); break;
-      case kTs: append_ns_as_us(out, event.new_ts); break;
-      case kDur: append_ns_as_us(out, event.new_dur); break;
+      case kStream:
+        out += std::to_string(event.new_tid);
+        break;
+      case kId:
+        out += std::to_string(event.new_id);
+        break;
+      case kTs:
+        append_ns_as_us(out, event.new_ts);
+        break;
+      case kDur:
+        append_ns_as_us(out, event.new_dur);
+        break;
       case kArgName:
         out.push_back('"');
         out += name_prefix;  // plain ASCII, needs no escaping

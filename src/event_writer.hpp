@@ -78,8 +78,7 @@ size_t top_level_size_bound(const Trace& trace);
 // and calls `write_events(out)` where traceEvents' array body goes, then `}`.
 template <class WriteEvents>
 void write_trace_object(std::string& out, const Trace& trace,
-                        const std::vector<std::pair<std::string, std::string>>& extra,
-                        WriteEvents&& write_events) {
+                        const std::vector<std::pair<std::string, std::string>>& extra, WriteEvents&& write_events) {
   out += "{\n";
   bool first = true;
   auto separator = [&] {

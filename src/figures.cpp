@@ -73,7 +73,8 @@ std::string occupancy(const std::vector<Piece>& pieces, Ns start, Ns end, int bi
   std::string digits(size_t(bins), '0');
   for (int j = 0; j < bins; ++j) {
     Ns width = bound(j + 1) - bound(j);
-    if (width > 0) digits[size_t(j)] = char('0' + int(((__int128)busy[size_t(j)] * 18 + width) / ((__int128)width * 2)));
+    if (width > 0)
+      digits[size_t(j)] = char('0' + int(((__int128)busy[size_t(j)] * 18 + width) / ((__int128)width * 2)));
   }
   return digits;
 }
@@ -113,7 +114,8 @@ void gather(const CompactedTrace& compacted, const Rules& rules, Gathered& out) 
   for (size_t l = 0; l < lanes.size(); ++l) {
     const Lane& lane = compacted.lanes[l];
     auto& pieces = out.by_group[lane.group_id];
-    if (lane.group >= 0 && size_t(lane.group) < groups.size()) out.labels.emplace(lane.group_id, groups[size_t(lane.group)].label);
+    if (lane.group >= 0 && size_t(lane.group) < groups.size())
+      out.labels.emplace(lane.group_id, groups[size_t(lane.group)].label);
     pieces.insert(pieces.end(), lanes[l].pieces.begin(), lanes[l].pieces.end());
     lanes[l].pieces = {};
     if (!lanes[l].any_measured) continue;
@@ -204,7 +206,8 @@ GpuFigures merged_figures(const std::vector<RankLanes>& ranks, const Rules* rule
         Ns first = slices.front().start, last = slices.front().end;
         for (const Piece& piece : slices) first = std::min(first, piece.start), last = std::max(last, piece.end);
         std::vector<Piece> compute = union_of(slices);
-        figures.bubble[ranks[r].global_rank] = ten_thousandths((last - first) - covered(compute, first, last), last - first);
+        figures.bubble[ranks[r].global_rank] =
+            ten_thousandths((last - first) - covered(compute, first, last), last - first);
       }
       std::vector<Piece> merged = union_of(std::move(slices));
       TimelineStrip strip;

@@ -191,7 +191,8 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   // libdeflate decompressors are cheap and not thread-safe: one per call.
   std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
   if (!d) throw Error(std::string(source) + ": out of memory");
-  if (bytes.size() < 18) throw Error(std::string(source) + ": truncated gzip stream (" + std::to_string(bytes.size()) + " bytes)");
+  if (bytes.size() < 18)
+    throw Error(std::string(source) + ": truncated gzip stream (" + std::to_string(bytes.size()) + " bytes)");
   if (std::optional<std::string> out = gunzip_members_concurrently(bytes, max_bytes)) return std::move(*out);
   const size_t plausible_max = bytes.size() * 1032 + 1024;
   // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: exact for the
@@ -224,8 +225,8 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
     std::string_view rest = bytes.substr(in_pos);
     if (!is_gzip(rest)) {
       if (member == 0) throw Error(std::string(source) + ": not a gzip stream");
-      throw Error(std::string(source) + ": trailing garbage after gzip member " + std::to_string(member) +
-                  " (byte " + std::to_string(in_pos) + ")");
+      throw Error(std::string(source) + ": trailing garbage after gzip member " + std::to_string(member) + " (byte " +
+                  std::to_string(in_pos) + ")");
     }
     for (;;) {
       size_t in_used = 0, out_used = 0;
@@ -246,9 +247,9 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
         uint64_t exact_if_one = out_size + isize;
         while (exact_if_one <= max_bytes) exact_if_one += uint64_t(1) << 32;
         if (exact_if_one <= 2 * estimate) estimate = std::max<uint64_t>(exact_if_one, max_bytes + 1);
-        throw LargerThanAdmitted(std::string(source) + ": decompresses to more than the " +
-                                     std::to_string(max_bytes) + " bytes admitted",
-                                 std::max<uint64_t>(max_bytes + 1, std::min<uint64_t>(estimate, plausible_max)));
+        throw LargerThanAdmitted(
+            std::string(source) + ": decompresses to more than the " + std::to_string(max_bytes) + " bytes admitted",
+            std::max<uint64_t>(max_bytes + 1, std::min<uint64_t>(estimate, plausible_max)));
       }
       if (result == LIBDEFLATE_INSUFFICIENT_SPACE && member == 0 && from_isize &&
           single_member_size + kIsizeModulus <= plausible_max && !ends_with_own()) {
@@ -274,9 +275,9 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   }
   // The buffer's 64 bytes of padding may have taken a few bytes beyond what was admitted.
   if (out_size > max_bytes)
-    throw LargerThanAdmitted(std::string(source) + ": decompresses to more than the " + std::to_string(max_bytes) +
-                                 " bytes admitted",
-                             out_size);
+    throw LargerThanAdmitted(
+        std::string(source) + ": decompresses to more than the " + std::to_string(max_bytes) + " bytes admitted",
+        out_size);
   // A buffer that grew for several members (doubling, zero-filled) ends up to twice what
   // it holds: give back the pages past the text and its padding.
   const size_t kept = out_size + 64;

@@ -34,36 +34,36 @@ void in_order_pipeline(size_t items, const Make& make, const Put& put) {
   // pipeline runs them from its nodes.
   std::vector<char> handed(items);
   size_t next = 0;
-  tbb::filter<void, void> stages =
-      tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                     [&](tbb::flow_control& control) -> size_t {
-                                       tsan_acquire(&tsan_task_start);
-                                       tsan_acquire(&next);
-                                       if (next == items) {
-                                         control.stop();
-                                         tsan_release(&next);
-                                         return 0;
-                                       }
-                                       size_t k = next++;
-                                       tsan_release(&handed[k]);
-                                       tsan_release(&next);
-                                       return k;
-                                     }) &
-      tbb::make_filter<size_t, size_t>(tbb::filter_mode::parallel,
-                                       [&](size_t k) {
-                                         tsan_acquire(&tsan_task_start);
-                                         tsan_acquire(&handed[k]);
-                                         ReleaseOnExit made{&handed[k]};
-                                         make(k);
-                                         return k;
-                                       }) &
-      tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, [&](size_t k) {
-        tsan_acquire(&tsan_task_start);
-        tsan_acquire(&handed[k]);
-        tsan_acquire(&put);
-        ReleaseOnExit done{&put};
-        put(k);
-      });
+  auto take = [&](tbb::flow_control& control) -> size_t {
+    tsan_acquire(&tsan_task_start);
+    tsan_acquire(&next);
+    if (next == items) {
+      control.stop();
+      tsan_release(&next);
+      return 0;
+    }
+    size_t k = next++;
+    tsan_release(&handed[k]);
+    tsan_release(&next);
+    return k;
+  };
+  auto make_one = [&](size_t k) {
+    tsan_acquire(&tsan_task_start);
+    tsan_acquire(&handed[k]);
+    ReleaseOnExit made{&handed[k]};
+    make(k);
+    return k;
+  };
+  auto put_one = [&](size_t k) {
+    tsan_acquire(&tsan_task_start);
+    tsan_acquire(&handed[k]);
+    tsan_acquire(&put);
+    ReleaseOnExit done{&put};
+    put(k);
+  };
+  tbb::filter<void, void> stages = tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order, take) &
+                                   tbb::make_filter<size_t, size_t>(tbb::filter_mode::parallel, make_one) &
+                                   tbb::make_filter<size_t, void>(tbb::filter_mode::serial_in_order, put_one);
   const size_t tokens = size_t(std::max(1, tbb::this_task_arena::max_concurrency())) * 2;
   tsan_release(&tsan_task_start);
   tsan_release(&next);

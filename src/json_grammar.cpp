@@ -15,8 +15,10 @@ bool valid_atom(std::string_view t) {
   auto digit = [&](size_t i) { return i < t.size() && t[i] >= '0' && t[i] <= '9'; };
   size_t i = t[0] == '-' ? 1 : 0;
   if (!digit(i)) return false;
-  if (t[i] == '0') ++i;
-  else while (digit(i)) ++i;
+  if (t[i] == '0')
+    ++i;
+  else
+    while (digit(i)) ++i;
   if (i < t.size() && t[i] == '.') {
     if (!digit(++i)) return false;
     while (digit(i)) ++i;

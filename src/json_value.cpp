@@ -66,10 +66,16 @@ void JsonValue::dump_to(std::string& out, int indent, int depth) const {
     out.append(size_t(indent * d), ' ');
   };
   switch (kind_) {
-    case Kind::null: out += "null"; break;
+    case Kind::null:
+      out += "null";
+      break;
     case Kind::boolean:
-    case Kind::number: out += text_; break;
-    case Kind::string: append_json_string(out, text_); break;
+    case Kind::number:
+      out += text_;
+      break;
+    case Kind::string:
+      append_json_string(out, text_);
+      break;
     case Kind::array:
     case Kind::object: {
       bool object = kind_ == Kind::object;

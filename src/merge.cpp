@@ -15,10 +15,10 @@
 #include <set>
 #include <unordered_map>
 
-#include "tracelane/classify.hpp"
-#include "tracelane/decimal_time.hpp"
 #include "event_writer.hpp"
 #include "parallel_ranges.hpp"
+#include "tracelane/classify.hpp"
+#include "tracelane/decimal_time.hpp"
 #include "tracelane/restore.hpp"
 #include "tracelane/summary.hpp"
 #include "tracelane/timings.hpp"
@@ -27,8 +27,7 @@ namespace tracelane {
 
 int64_t MergeFlowIds::id(int pp_rank, size_t k) {
   static_assert(kFirstPpFlowId % kRankIdStride == 0);
-  if (own_range(pp_rank) && k < size_t(kRankIdStride))
-    return int64_t(pp_rank + 1) * kRankIdStride + int64_t(k);
+  if (own_range(pp_rank) && k < size_t(kRankIdStride)) return int64_t(pp_rank + 1) * kRankIdStride + int64_t(k);
   return next_shared++;
 }
 
@@ -54,8 +53,8 @@ struct MergeRank {
   std::optional<int64_t> base_time_ns;
   int64_t global_rank = 0;
   int pp_rank = 0;
-  Ns offset_ns = 0;    // onto the common clock
-  std::string prefix;  // "PP rank <p> | ", put before the rank's process and thread names
+  Ns offset_ns = 0;                   // onto the common clock
+  std::string prefix;                 // "PP rank <p> | ", put before the rank's process and thread names
   std::vector<Event> new_metadata;    // process_name and process_sort_index of the new pids
   std::vector<PidTracks> pid_tracks;  // with the new pids, for the PP arrows
 
@@ -71,14 +70,14 @@ struct Merge {
   const Rules* rules;  // which annotations are PP actions; null: built-in
   Timings* timings;    // null: no step reads a clock
   MergeResult result;
-  MergeSummary& summary;           // result.summary
-  std::vector<MergeRank> ranks;    // in file order
+  MergeSummary& summary;            // result.summary
+  std::vector<MergeRank> ranks;     // in file order
   std::vector<MergeRank*> stacked;  // in PP order: the order of the merged file
   bool absolute = false;            // no rank has baseTimeNanoseconds: times are kept
   int64_t common_base_ns = 0;       // the earliest rank's baseTimeNanoseconds
   int64_t next_pid = 1;             // the merged file's pids, counted across ranks
-  MergeFlowIds flow_ids;  // one id space for the whole file; the PP arrows' ids come last
-  Trace flows;            // the PP arrows' events
+  MergeFlowIds flow_ids;            // one id space for the whole file; the PP arrows' ids come last
+  Trace flows;                      // the PP arrows' events
 };
 
 // Each rank's global rank and baseTimeNanoseconds, checked before anything changes: a
@@ -116,7 +115,8 @@ void align_clocks(Merge& m) {
     constexpr size_t kNamed = 5;
     std::string others;
     for (size_t k = 1; k < without_base.size() && k <= kNamed; ++k) others += ", " + without_base[k];
-    if (without_base.size() > kNamed + 1) others += " and " + std::to_string(without_base.size() - kNamed - 1) + " more";
+    if (without_base.size() > kNamed + 1)
+      others += " and " + std::to_string(without_base.size() - kNamed - 1) + " more";
     throw Error(without_base[0] + ": baseTimeNanoseconds is missing" +
                 (others.empty() ? std::string() : " (also in" + others.substr(1) + ")") +
                 " but present in the other ranks; cannot align clocks");
@@ -220,7 +220,8 @@ PidMap renumber_pids(Merge& m, MergeRank& rank, const RankPids& pids) {
       rank.new_metadata.push_back(name.finish(rank.trace()));
       EventBuilder sort;
       sort.string("name", "process_sort_index").string("ph", "M").integer("pid", next_pid, kPid);
-      sort.integer("tid", 0, kTid).raw("args", "{\"sort_index\": " + std::to_string(int64_t(rank.pp_rank) * 1000 + position) + "}");
+      sort.integer("tid", 0, kTid)
+          .raw("args", "{\"sort_index\": " + std::to_string(int64_t(rank.pp_rank) * 1000 + position) + "}");
       rank.new_metadata.push_back(sort.finish(rank.trace()));
       ++position;
     }
@@ -241,8 +242,7 @@ void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
       event.dropped = true;
       continue;
     }
-    if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") &&
-        event.has_span(kArgName))
+    if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") && event.has_span(kArgName))
       event.name_prefixed = true;
     if (event.pid.is_int()) {
       event.new_pid = new_pid.at(event.pid.value);
@@ -330,7 +330,8 @@ void renumber_ranks(Merge& m) {
 void measure_figures(Merge& m) {
   Timings::Scope t(m.timings, "measure_figures");
   std::vector<RankLanes> rank_lanes;
-  for (const MergeRank* rank : m.stacked) rank_lanes.push_back({&rank->input->compacted, rank->global_rank, rank->pp_rank});
+  for (const MergeRank* rank : m.stacked)
+    rank_lanes.push_back({&rank->input->compacted, rank->global_rank, rank->pp_rank});
   m.result.figures = merged_figures(rank_lanes, m.rules);
 }
 
@@ -363,7 +364,8 @@ void set_merged_top_level(Merge& m) {
   remove_top_level(top, "cuda_graph_pp_local_flows");
   const DistributedInfo& info0 = m.stacked[0]->info;
   std::string ranks_json;
-  for (const MergeRank* rank : m.stacked) ranks_json += (ranks_json.empty() ? "" : ", ") + std::to_string(rank->global_rank);
+  for (const MergeRank* rank : m.stacked)
+    ranks_json += (ranks_json.empty() ? "" : ", ") + std::to_string(rank->global_rank);
   set_top_level(top, "distributedInfo",
                 "{\"backend\": " + (info0.backend_raw.empty() ? std::string("null") : info0.backend_raw) +
                     ", \"ranks\": [" + ranks_json + "], \"pp_rank_count\": " + std::to_string(m.ranks.size()) + "}");

@@ -373,7 +373,8 @@ void add_send_recv(const std::vector<Block>& blocks, const BlockIndex& index, Fl
             true, maker, counts.send_recv_pairs, counts.send_recv_unmatched);
   }
   for (const Block& b : blocks)
-    if ((b.op == "RECV_F" || b.op == "RECV_B") && !recv_keys_looked_for.count({b.stage, b.op, b.microbatch.value_or(-1)}))
+    if ((b.op == "RECV_F" || b.op == "RECV_B") &&
+        !recv_keys_looked_for.count({b.stage, b.op, b.microbatch.value_or(-1)}))
       ++counts.send_recv_unmatched;
 }
 
@@ -395,8 +396,7 @@ void add_compute_dependencies(const std::vector<Block>& blocks, const BlockIndex
         return BlockIndex::of(index.within_pid, BlockIndex::LocalKey{pid, stage, op, microbatch});
       };
       auto computes = of_op(compute);
-      for (const auto& [sources, destinations] :
-           {std::pair{of_op(recv), computes}, std::pair{computes, of_op(send)}}) {
+      for (const auto& [sources, destinations] : {std::pair{of_op(recv), computes}, std::pair{computes, of_op(send)}}) {
         if (sources.empty() || destinations.empty()) continue;
         connect(sources, destinations, "pp_compute_dependency", false, maker, counts.compute_dependency_pairs,
                 counts.compute_dependency_unmatched);
@@ -430,8 +430,8 @@ void add_unshard(const std::vector<Block>& blocks, const BlockIndex& index, Flow
 
 }  // namespace
 
-PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank, const Rules* rules, int64_t first_id) {
+PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids, bool cross_rank,
+                        const Rules* rules, int64_t first_id) {
   PpResult result;
   std::vector<Block> blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
   BlockIndex index(blocks);
@@ -452,7 +452,10 @@ void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
     if (digits.empty()) return;
     unsigned __int128 value = 0;
     for (char c : digits) {
-      int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+      int digit = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : 99;
       if (digit >= base) return;
       value = value * unsigned(base) + unsigned(digit);
       if (value > (unsigned __int128)INT64_MAX) return;
@@ -524,13 +527,13 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
   }
   append_made_events(trace, flows.size(), 2, [&](size_t k, Trace& owner, Event* out) {
     const PpFlow& flow = flows[k];
-    std::string args = "{\"source_pp_rank\": " + std::to_string(flow.source_pp_rank) +
-                       ", \"destination_pp_rank\": " + std::to_string(flow.destination_pp_rank) +
-                       ", \"source_stage\": " + std::to_string(flow.source_stage) +
-                       ", \"destination_stage\": " + std::to_string(flow.destination_stage) +
-                       ", \"source_operation\": \"" + flow.source_operation +
-                       "\", \"destination_operation\": \"" + flow.destination_operation + "\", \"microbatch\": " +
-                       (flow.microbatch ? std::to_string(*flow.microbatch) : std::string("null")) + "}";
+    std::string args =
+        "{\"source_pp_rank\": " + std::to_string(flow.source_pp_rank) +
+        ", \"destination_pp_rank\": " + std::to_string(flow.destination_pp_rank) +
+        ", \"source_stage\": " + std::to_string(flow.source_stage) +
+        ", \"destination_stage\": " + std::to_string(flow.destination_stage) + ", \"source_operation\": \"" +
+        flow.source_operation + "\", \"destination_operation\": \"" + flow.destination_operation +
+        "\", \"microbatch\": " + (flow.microbatch ? std::to_string(*flow.microbatch) : std::string("null")) + "}";
     for (int end = 0; end < 2; ++end) {
       EventBuilder builder;
       builder.string("name", flow.name).string("cat", flow.cat).string("ph", end ? "f" : "s").string("bp", "e");

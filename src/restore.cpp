@@ -38,8 +38,8 @@
 
 #include "parallel_ranges.hpp"
 #include "restore_codec.hpp"
-#include "tsan_handoff.hpp"
 #include "tracelane/decimal_time.hpp"
+#include "tsan_handoff.hpp"
 
 namespace tracelane {
 
@@ -61,10 +61,10 @@ constexpr uint64_t kMaxOriginalPerOutputByte = 64;
 
 // How a replaced value's original text is written in the values column.
 enum Code : uint8_t {
-  kLiteral = 0,    // the text follows
-  kPrevious = 1,   // the text this field last had for the same output integer
-  kAsTid = 2,      // args.stream: the event's original tid text
-  kShifted = 3,    // ts: the output's time less the record's clock offset
+  kLiteral = 0,     // the text follows
+  kPrevious = 1,    // the text this field last had for the same output integer
+  kAsTid = 2,       // args.stream: the event's original tid text
+  kShifted = 3,     // ts: the output's time less the record's clock offset
   kUnprefixed = 4,  // args.name: the output's text without the record's prefix
   kNear = 5,        // an integer written plainly: the difference from this field's last one
   kNearTime = 6,    // ts or dur: its decimals, and the difference in ns from the output's
@@ -76,8 +76,10 @@ constexpr size_t kRecentTids = 16;
 // The last kRecentTids distinct original tid texts, the latest first.
 void remember_tid(std::vector<std::string_view>& recent, std::string_view text) {
   auto it = std::find(recent.begin(), recent.end(), text);
-  if (it != recent.end()) recent.erase(it);
-  else if (recent.size() == kRecentTids) recent.pop_back();
+  if (it != recent.end())
+    recent.erase(it);
+  else if (recent.size() == kRecentTids)
+    recent.pop_back();
   recent.insert(recent.begin(), text);
 }
 
@@ -111,9 +113,12 @@ class RecordEncoder {
     if (document_.empty() && !trace.events.empty())
       throw Error(trace.source + ": internal: no original document to make restore data from");
     for_each_index(3, [&](size_t task) {
-      if (task == 0) walk_events();
-      else if (task == 1) document_crc32_ = libdeflate_crc32(0, document_.data(), document_.size());
-      else document_xxhash64_ = xxhash64(document_);
+      if (task == 0)
+        walk_events();
+      else if (task == 1)
+        document_crc32_ = libdeflate_crc32(0, document_.data(), document_.size());
+      else
+        document_xxhash64_ = xxhash64(document_);
     });
   }
 
@@ -128,8 +133,10 @@ class RecordEncoder {
       if (!event.dropped) ++output_index;
       if (event.synthesised) continue;  // made by tracelane: not in the original
       add_place(event);
-      if (event.dropped) add_removed(event);
-      else add_written(event, here);
+      if (event.dropped)
+        add_removed(event);
+      else
+        add_written(event, here);
       recent_[(originals_ - 1) % kRemovedWindow] = event.raw;
     }
   }
@@ -137,7 +144,8 @@ class RecordEncoder {
   // Where an original lies in its document, and the text between it and the one before.
   void add_place(const Event& event) {
     const std::string& source = source_.trace->source;
-    if (event.raw.data() < document_.data() || event.raw.data() + event.raw.size() > document_.data() + document_.size())
+    if (event.raw.data() < document_.data() ||
+        event.raw.data() + event.raw.size() > document_.data() + document_.size())
       throw Error(source + ": internal: an event lies outside the document: " + std::string(event.raw.substr(0, 200)));
     size_t begin = size_t(event.raw.data() - document_.data());
     if (originals_ == 0) {
@@ -171,11 +179,14 @@ class RecordEncoder {
         tokenized_[slot] = k - back;
       }
       size_t cost = removed_cost(recent_tokens_[slot], tokens_);
-      if (cost != SIZE_MAX && cost + varint_size(back) < best_cost) best_back = back, best_cost = cost + varint_size(back);
+      if (cost != SIZE_MAX && cost + varint_size(back) < best_cost)
+        best_back = back, best_cost = cost + varint_size(back);
     }
     put_varint(dropped_, best_back);
-    if (best_back) put_removed(dropped_, recent_tokens_[(k - best_back) % kRemovedWindow], tokens_);
-    else put_text(dropped_, event.raw);
+    if (best_back)
+      put_removed(dropped_, recent_tokens_[(k - best_back) % kRemovedWindow], tokens_);
+    else
+      put_text(dropped_, event.raw);
   }
 
   // A written original: its place in the output and the values the writer replaced
@@ -318,7 +329,8 @@ class RecordEncoder {
   // The last kRemovedWindow originals (by original index modulo the window), tokenized
   // when a removed event first needs them.
   std::vector<std::string_view> recent_ = std::vector<std::string_view>(kRemovedWindow);
-  std::vector<std::vector<std::string_view>> recent_tokens_ = std::vector<std::vector<std::string_view>>(kRemovedWindow);
+  std::vector<std::vector<std::string_view>> recent_tokens_ =
+      std::vector<std::vector<std::string_view>>(kRemovedWindow);
   std::vector<size_t> tokenized_ = std::vector<size_t>(kRemovedWindow, SIZE_MAX);
   std::vector<std::string_view> tokens_;
 };
@@ -378,8 +390,10 @@ size_t member_position(std::string_view text) {
   for (size_t p = at + key.size() - 1; p < text.size(); ++p) {
     char c = text[p];
     if (in_string) {
-      if (c == '\\') ++p;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++p;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -452,7 +466,6 @@ std::string record_where(std::string_view source, size_t k, size_t count) {
 }
 
 }  // namespace
-
 
 size_t restore_member_position(std::string_view text) { return member_position(text); }
 
@@ -612,8 +625,10 @@ class Rebuilder {
       // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
       if (original_.size() > h_.original_bytes) in_.fail("the rebuilt text outgrows the original's length");
       size_t begin = original_.size();
-      if (placed_[k] < 0) rebuild_removed(k);
-      else rebuild_written(size_t(placed_[k]), masks_[next_mask++], values);
+      if (placed_[k] < 0)
+        rebuild_removed(k);
+      else
+        rebuild_written(size_t(placed_[k]), masks_[next_mask++], values);
       recent_[k % kRemovedWindow] = {begin, original_.size()};
     }
     original_ += tail_;
@@ -632,7 +647,8 @@ class Rebuilder {
     }
     std::string_view output_head = events_begin == SIZE_MAX ? text : text.substr(0, events_begin);
     std::string_view output_tail = events_begin == SIZE_MAX ? std::string_view() : text.substr(events_end);
-    if (h_.original_bytes > kMaxRecordBytes * 64 || h_.original_bytes > plausible_original_bytes(text.size(), raw_bytes_))
+    if (h_.original_bytes > kMaxRecordBytes * 64 ||
+        h_.original_bytes > plausible_original_bytes(text.size(), raw_bytes_))
       in_.fail("the original's length (" + std::to_string(h_.original_bytes) +
                " bytes) is implausible for an output of " + std::to_string(text.size()) + " bytes");
     original_.reserve(h_.original_bytes);
@@ -656,7 +672,8 @@ class Rebuilder {
         continue;
       }
       previous = int64_t(uint64_t(previous) + 1 + uint64_t(unzigzag(v - 1)));  // wraps, then is range-checked
-      if (previous < 0 || uint64_t(previous) >= output_.events.size()) in_.fail("an event is placed outside the output");
+      if (previous < 0 || uint64_t(previous) >= output_.events.size())
+        in_.fail("an event is placed outside the output");
       placed_.push_back(previous);
     }
     for (int64_t p : placed_)
@@ -687,7 +704,8 @@ class Rebuilder {
     std::string shifted;
     for (int f = 0; f < kFieldCount; ++f) {
       if (!((mask >> f) & 1)) continue;
-      if (!event.has_span(Field(f))) in_.fail("a replaced value is missing from output event #" + std::to_string(placed));
+      if (!event.has_span(Field(f)))
+        in_.fail("a replaced value is missing from output event #" + std::to_string(placed));
       uint8_t code = values.byte();
       replaced[f] = decode_value(event, f, code, mask, replaced, shifted, values);
       if (f == kTid) remember_tid(recent_tids_, replaced[f]);
@@ -727,11 +745,12 @@ class Rebuilder {
                                 Reader& values) {
     std::string_view now = event.value_text(Field(f));
     switch (code) {
-      case kLiteral: return values.text();
+      case kLiteral:
+        return values.text();
       case kPrevious: {
         const Id& id = id_of(event, f);
-        auto it = id.is_int() && f != kTs && f != kDur && f != kArgName ? last_text_[f].find(id.value)
-                                                                        : last_text_[f].end();
+        auto it =
+            id.is_int() && f != kTs && f != kDur && f != kArgName ? last_text_[f].find(id.value) : last_text_[f].end();
         if (it == last_text_[f].end()) values.fail("a value refers to one not seen before");
         return it->second;
       }
@@ -756,7 +775,8 @@ class Rebuilder {
         uint8_t decimals = values.byte();
         if (decimals > 3) values.fail("a time has more than 3 decimals");
         int64_t time = event.dur.ns;
-        if (f == kTs && __builtin_sub_overflow(Ns(event.ts.ns), h_.offset_ns, &time)) values.fail("a clock offset overflows");
+        if (f == kTs && __builtin_sub_overflow(Ns(event.ts.ns), h_.offset_ns, &time))
+          values.fail("a clock offset overflows");
         int64_t ns = int64_t(uint64_t(time) + uint64_t(unzigzag(values.varint())));  // wraps, then is range-checked
         int64_t unit = kPowersOfTen[3 - decimals];
         if (ns < 0 || ns % unit || ns / unit > kMaxDecimal) values.fail("a time is out of range");
@@ -771,7 +791,8 @@ class Rebuilder {
       case kNear:
         last_integer_[f] = int64_t(uint64_t(last_integer_[f]) + uint64_t(unzigzag(values.varint())));
         return integers_.emplace_back(std::to_string(last_integer_[f]));
-      default: values.fail("unknown value code " + std::to_string(code));
+      default:
+        values.fail("unknown value code " + std::to_string(code));
     }
   }
 
@@ -783,8 +804,8 @@ class Rebuilder {
   uint64_t originals_ = 0;
   std::string_view default_gap_;
   std::vector<std::pair<uint64_t, std::string_view>> gaps_;  // (original index, its gap)
-  std::vector<int64_t> placed_;  // per original: output index, or -1 when removed
-  std::vector<uint8_t> masks_;   // per written original
+  std::vector<int64_t> placed_;                              // per original: output index, or -1 when removed
+  std::vector<uint8_t> masks_;                               // per written original
   std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text_;
   std::array<int64_t, kFieldCount> last_integer_{};
   std::vector<std::string_view> recent_tids_;
@@ -809,7 +830,8 @@ std::string restore_original(std::string compacted, const std::string& source, s
   RecordHeader h = read_header(in);
   compacted.erase(key.member_begin, key.member_end - key.member_begin);
   if (xxhash64(compacted) != h.covered)
-    throw Error(source + ": the compacted trace was changed after it was written (its checksum differs from the "
+    throw Error(source +
+                ": the compacted trace was changed after it was written (its checksum differs from the "
                 "one in the restore data): events or top-level keys were edited, or bytes are damaged");
   Trace output = parse_trace(std::move(compacted), source);
   if (output.events.size() != h.output_events)
@@ -818,7 +840,8 @@ std::string restore_original(std::string compacted, const std::string& source, s
   std::string original = Rebuilder(output, h, in, raw).rebuild();
   if (original.size() != h.original_bytes || libdeflate_crc32(0, original.data(), original.size()) != h.crc ||
       xxhash64(original) != h.hash)
-    throw Error(where + " does not rebuild the original (its length or checksums differ): the restore data or the "
+    throw Error(where +
+                " does not rebuild the original (its length or checksums differ): the restore data or the "
                 "events it refers to are damaged");
   return original;
 }

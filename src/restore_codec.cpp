@@ -4,7 +4,6 @@
 #include <cstring>
 #include <unordered_map>
 
-
 namespace tracelane::restore_codec {
 
 // kShiftedAgain: shifted as much as the last shifted number of this event ("tid": 22 and
@@ -77,7 +76,8 @@ void apply_diff(std::string& out, Reader& in, std::string_view output, uint64_t 
   Reader ops(in.text(), in.where());
   size_t next = 0;
   auto append = [&](std::string_view piece) {
-    if (piece.size() > limit || out.size() > limit - piece.size()) in.fail("a diff rebuilds more than the original's length");
+    if (piece.size() > limit || out.size() > limit - piece.size())
+      in.fail("a diff rebuilds more than the original's length");
     out.append(piece);
   };
   for (uint64_t k = 0; k < count; ++k) {
@@ -94,7 +94,6 @@ void apply_diff(std::string& out, Reader& in, std::string_view output, uint64_t 
   }
   if (!ops.done()) in.fail("a diff has bytes left over");
 }
-
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 void tokenize(std::string_view text, std::vector<std::string_view>& tokens) {
@@ -150,10 +149,12 @@ size_t removed_cost(const std::vector<std::string_view>& reference, const std::v
   int64_t last_shift = 0;
   for (size_t t = 0; t < mine.size(); ++t) {
     int64_t shift = 0;
-    if (reference[t] == mine[t]) cost += 1;
+    if (reference[t] == mine[t])
+      cost += 1;
     else if (shift_between(reference[t], mine[t], shift))
       cost += 1 + (shift == last_shift ? 0 : varint_size(zigzag(shift))), last_shift = shift;
-    else cost += 1 + varint_size(mine[t].size()) + mine[t].size();
+    else
+      cost += 1 + varint_size(mine[t].size()) + mine[t].size();
   }
   return cost;
 }
@@ -189,8 +190,7 @@ void apply_removed(std::string& out, Reader& in, std::string_view reference) {
       if (!as_decimal(token, mantissa, decimals)) in.fail("a removed event shifts a token that is not a number");
       int64_t shift = code == kShiftedAgain ? last_shift : unzigzag(in.varint());
       last_shift = shift;
-      if (shift < -mantissa || shift > kMaxDecimal - mantissa)
-        in.fail("a removed event's number is out of range");
+      if (shift < -mantissa || shift > kMaxDecimal - mantissa) in.fail("a removed event's number is out of range");
       text.append(decimal_text(mantissa + shift, decimals));
     } else if (code == kTextToken) {
       text.append(in.text());

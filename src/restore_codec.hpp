@@ -30,7 +30,7 @@ void put_varint(std::string& out, uint64_t v);
 size_t varint_size(uint64_t v);
 uint64_t zigzag(int64_t v);
 int64_t unzigzag(uint64_t v);
-void put_text(std::string& out, std::string_view text);  // its length, then the bytes
+void put_text(std::string& out, std::string_view text);   // its length, then the bytes
 void put_fixed(std::string& out, uint64_t v, int bytes);  // little-endian
 
 // Reads what put_* wrote; every overrun is a damaged record.

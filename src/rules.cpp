@@ -58,8 +58,8 @@ std::shared_ptr<const re2::RE2> compile_regex(const std::string& pattern, bool c
   if (regex->ok()) return regex;
   problem = regex->error();
   if (regex->error_code() == re2::RE2::ErrorPatternTooLarge)
-    problem += " (each of this file's " + std::to_string(regexes) + " regexes may use " +
-               std::to_string(share >> 10) + " KiB)";
+    problem += " (each of this file's " + std::to_string(regexes) + " regexes may use " + std::to_string(share >> 10) +
+               " KiB)";
   return nullptr;
 }
 
@@ -119,7 +119,8 @@ class RulesReader {
 
   Rules read(std::string_view json) {
     simdjson::padded_string text(json);
-    if (auto error = parser_.parse(text).get(root_)) fail("", std::string("not a JSON object: ") + simdjson::error_message(error));
+    if (auto error = parser_.parse(text).get(root_))
+      fail("", std::string("not a JSON object: ") + simdjson::error_message(error));
     count_regexes();
     for (auto field : root_)
       if (field.key != "groups" && field.key != "classify" && field.key != "pp_annotations")
@@ -191,14 +192,16 @@ class RulesReader {
     simdjson::dom::object object;
     if (element.get_object().get(object)) fail(rule.where, "must be an object");
     std::string_view group;
-    if (object["group"].get_string().get(group) || group.empty()) fail(rule.where, "needs a non-empty string \"group\"");
+    if (object["group"].get_string().get(group) || group.empty())
+      fail(rule.where, "needs a non-empty string \"group\"");
     rule.where += " (group \"" + std::string(group) + "\")";
     for (auto field : object) {
       std::string_view key = field.key;
       if (key == "group") continue;
       if (key == "cat" || key == "name_contains") {
         simdjson::dom::array list;
-        if (field.value.get_array().get(list)) fail(rule.where, "\"" + std::string(key) + "\" must be a list of strings");
+        if (field.value.get_array().get(list))
+          fail(rule.where, "\"" + std::string(key) + "\" must be a list of strings");
         for (auto item : list) {
           std::string_view s;
           if (item.get_string().get(s)) fail(rule.where, "\"" + std::string(key) + "\" must be a list of strings");
@@ -294,8 +297,8 @@ class RulesReader {
   simdjson::dom::parser parser_;
   simdjson::dom::object root_;
   Rules rules_;
-  std::map<std::string, int> index_;        // group id -> its index
-  std::vector<std::string> rule_groups_;     // group id of each rule, resolved once all are known
+  std::map<std::string, int> index_;      // group id -> its index
+  std::vector<std::string> rule_groups_;  // group id of each rule, resolved once all are known
   size_t regexes_ = 0;
 };
 
@@ -352,8 +355,8 @@ bool read_number(std::string_view text, size_t& pos, int64_t& value, bool requir
 
 // Parses "<stage><op>[<microbatch>]" that must fill `text` exactly.
 std::optional<PpAction> parse_action_body(std::string_view text) {
-  static const char* ops[] = {"SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD",
-                              "F",      "I",      "W",      "B"};
+  static const char* ops[] = {"SEND_F",      "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD",
+                              "REDUCE_GRAD", "F",      "I",      "W",      "B"};
   size_t pos = 0;
   PpAction action;
   if (!read_number(text, pos, action.stage, true)) return std::nullopt;

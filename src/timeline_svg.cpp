@@ -20,12 +20,24 @@ std::string xml_text(std::string_view text) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
       switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f ? kReplacement : std::string(1, char(c));
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out +=
+              (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f ? kReplacement : std::string(1, char(c));
       }
       ++i;
       continue;
@@ -53,7 +65,6 @@ std::string xml_text(std::string_view text) {
 
 namespace {
 
-
 std::string number(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f", value);
@@ -70,10 +81,15 @@ std::string percent(int ten_thousandths) {
 // A colour per group; the built-in groups get fixed ones (Tableau 10), others one from the
 // same palette by a hash of their id, so a group keeps its colour from picture to picture.
 const char* colour_of(const std::string& group) {
-  static const std::pair<const char*, const char*> known[] = {
-      {"compute", "#4e79a7"},        {"nccl_all_gather", "#f28e2b"}, {"nccl_reduce_scatter", "#e15759"},
-      {"nccl_all_reduce", "#b07aa1"}, {"nccl_other", "#9c755f"},      {"memcpy", "#59a14f"},
-      {"memset", "#76b7b2"},         {"sync", "#8c8c8c"},            {"symmetric_memory_barrier", "#edc948"}};
+  static const std::pair<const char*, const char*> known[] = {{"compute", "#4e79a7"},
+                                                              {"nccl_all_gather", "#f28e2b"},
+                                                              {"nccl_reduce_scatter", "#e15759"},
+                                                              {"nccl_all_reduce", "#b07aa1"},
+                                                              {"nccl_other", "#9c755f"},
+                                                              {"memcpy", "#59a14f"},
+                                                              {"memset", "#76b7b2"},
+                                                              {"sync", "#8c8c8c"},
+                                                              {"symmetric_memory_barrier", "#edc948"}};
   for (const auto& [id, colour] : known)
     if (group == id) return colour;
   static const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -193,7 +209,8 @@ class TimelinePicture {
     const TimelineStrip& head = timeline_.strips[block.first];
     std::string header;
     if (head.pp_rank) header += "PP rank " + std::to_string(*head.pp_rank);
-    if (head.rank) header += std::string(header.empty() ? "" : " \xC2\xB7 ") + "global rank " + std::to_string(*head.rank);
+    if (head.rank)
+      header += std::string(header.empty() ? "" : " \xC2\xB7 ") + "global rank " + std::to_string(*head.rank);
     if (header.empty()) header = "GPU";
     if (figures_.merged && head.rank) {
       auto bubble = figures_.bubble.find(*head.rank);

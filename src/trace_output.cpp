@@ -13,8 +13,8 @@
 
 #include "event_writer.hpp"
 #include "in_order_pipeline.hpp"
-#include "tsan_handoff.hpp"
 #include "tracelane/timings.hpp"
+#include "tsan_handoff.hpp"
 
 namespace tracelane {
 namespace {

@@ -27,9 +27,9 @@
 #include "json_grammar.hpp"
 #include "prefault.hpp"
 #include "trace_scanner.hpp"
-#include "tsan_handoff.hpp"
 #include "tracelane/timings.hpp"
 #include "tracelane/trace.hpp"
+#include "tsan_handoff.hpp"
 
 namespace tracelane {
 namespace {
@@ -87,7 +87,7 @@ struct ChunkedEvents {
   const ChunkPlan& plan;
   EventReader& reader;
   const std::string& source;
-  int threads;        // of the caller's TBB arena
+  int threads;         // of the caller's TBB arena
   size_t checked = 0;  // chunks simdjson's first stage has accepted
 
   // After an error elsewhere: the error the one-shot path would report first, if any.
@@ -247,16 +247,14 @@ void parse_document(Trace& trace, const char* begin, size_t length, size_t alloc
   od::parser parser;  // released on return: the trace keeps nothing of it
   if (length == 0) check.fail("empty file, not a Kineto trace", nullptr);
   od::document doc;
-  if (auto error = parser.iterate(begin, length, allocated).get(doc))
-    check.fail_document(error);
+  if (auto error = parser.iterate(begin, length, allocated).get(doc)) check.fail_document(error);
   od::object root;
   if (auto error = doc.get_object().get(root)) {
     if (error == simdjson::INCORRECT_TYPE) check.fail("top level is not a JSON object, not a Kineto trace", nullptr);
     size_t last = length;
     while (last > 0 && std::isspace(static_cast<unsigned char>(begin[last - 1]))) --last;
     if (last > 0 && begin[last - 1] != '}')
-      check.fail("invalid JSON: the document does not end with '}' (truncated, or trailing content)",
-                 begin + last - 1);
+      check.fail("invalid JSON: the document does not end with '}' (truncated, or trailing content)", begin + last - 1);
     check.fail_document(error);
   }
   bool have_events = false;
@@ -325,11 +323,11 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
   if (length == 0) check.fail("empty file, not a Kineto trace", nullptr);
 
   const int threads = tbb::this_task_arena::max_concurrency();
-  size_t limit = options.max_document_bytes ? std::min(options.max_document_bytes, kSimdjsonMaxDocument)
-                 : threads >= (options.beside_others ? kThreadsToChunkSmallDocumentsBesideOthers
-                                                     : kThreadsToChunkSmallDocuments)
-                     ? kConcurrentChunkedAbove
-                                                            : kDefaultChunkedAbove;
+  size_t limit =
+      options.max_document_bytes ? std::min(options.max_document_bytes, kSimdjsonMaxDocument)
+      : threads >= (options.beside_others ? kThreadsToChunkSmallDocumentsBesideOthers : kThreadsToChunkSmallDocuments)
+          ? kConcurrentChunkedAbove
+          : kDefaultChunkedAbove;
   ChunkPlan plan;
   Scanner scanner(begin, length);
   bool chunked = false;
@@ -343,7 +341,8 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
       chunk_limit = std::min(chunk_limit, share);
     }
     // With more than one thread the list is scanned in segments, a few a thread.
-    size_t segment_bytes = threads > 1 ? std::max(length / (size_t(threads) * kSegmentsPerThread), kSmallestSegment) : 0;
+    size_t segment_bytes =
+        threads > 1 ? std::max(length / (size_t(threads) * kSegmentsPerThread), kSmallestSegment) : 0;
     chunked = scanner.plan(chunk_limit, plan, segment_bytes);
     if (chunked && threads > 1) merge_short_chunks(plan, simdjson::SIMDJSON_PADDING);
   }

@@ -320,5 +320,4 @@ void merge_short_chunks(ChunkPlan& plan, size_t bytes) {
   plan.chunk_events.resize(kept);
 }
 
-
 }  // namespace tracelane

@@ -70,9 +70,9 @@ inline std::string slice_event(const std::string& cat, const std::string& name, 
 // A gpu_user_annotation X span on (pid, tid); args is raw JSON.
 inline std::string annotation(int pid, int tid, const std::string& ts, const std::string& dur, const std::string& name,
                               const std::string& args = "{}") {
-  return "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"" + name + "\", \"pid\": " +
-         std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + ts + ", \"dur\": " + dur +
-         ", \"args\": " + args + "}";
+  return "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"" + name +
+         "\", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + ts +
+         ", \"dur\": " + dur + ", \"args\": " + args + "}";
 }
 
 // A flow endpoint (ph s, t or f); id_text is raw JSON (5, 5.0, "5").
@@ -201,10 +201,10 @@ inline std::string shared_dir() {
   return std::filesystem::is_directory(dir / "corpus") ? dir.string() : "";
 }
 
-#define TRACELANE_REQUIRE_SHARED(var)                                                              \
-  std::string var = ::tracelane::testing::shared_dir();                                            \
-  if (var.empty())                                                                                 \
-  GTEST_SKIP() << "SKIPPED: corpus not found; set TRACELANE_SHARED to the shared/ directory "     \
+#define TRACELANE_REQUIRE_SHARED(var)                                                         \
+  std::string var = ::tracelane::testing::shared_dir();                                       \
+  if (var.empty())                                                                            \
+  GTEST_SKIP() << "SKIPPED: corpus not found; set TRACELANE_SHARED to the shared/ directory " \
                   "(default ../shared beside the checkout)"
 
 }  // namespace tracelane::testing

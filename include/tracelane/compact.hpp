@@ -20,9 +20,9 @@ class Timings;
 
 struct CompactOptions {
   const Rules* rules = nullptr;  // classification and PP rules (SPEC 9.9); null: built-in
-  bool pp_flows = true;  // single-trace rank-local and unshard arrows (SPEC 7)
-  bool force = false;    // compact a trace that is already laned (SPEC 9.8)
-  bool restore_data = true;  // write what restores the original (SPEC 9.12)
+  bool pp_flows = true;          // single-trace rank-local and unshard arrows (SPEC 7)
+  bool force = false;            // compact a trace that is already laned (SPEC 9.8)
+  bool restore_data = true;      // write what restores the original (SPEC 9.12)
   Timings* timings = nullptr;
 };
 

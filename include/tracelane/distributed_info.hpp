@@ -14,7 +14,7 @@ namespace tracelane {
 
 struct DistributedInfo {
   std::optional<int64_t> rank;
-  std::string backend_raw;  // raw JSON of distributedInfo.backend, empty when absent
+  std::string backend_raw;                      // raw JSON of distributedInfo.backend, empty when absent
   std::vector<std::vector<int64_t>> pp_groups;  // ranks of each PP process group, in pg_config order
 };
 DistributedInfo read_distributed_info(const Trace& trace);

@@ -43,9 +43,9 @@ struct Timeline {
 // `bubble` instead.
 struct GpuFigures {
   bool merged = false;
-  double window_us = 0;                // gpu_window_us
-  std::map<std::string, int> busy;     // group id -> ten-thousandths (files)
-  std::map<int64_t, int> bubble;       // global rank -> ten-thousandths (merges)
+  double window_us = 0;             // gpu_window_us
+  std::map<std::string, int> busy;  // group id -> ten-thousandths (files)
+  std::map<int64_t, int> bubble;    // global rank -> ten-thousandths (merges)
   Timeline timeline;
 };
 

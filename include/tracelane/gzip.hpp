@@ -23,7 +23,8 @@ bool is_gzip(std::string_view bytes);
 // larger than what was admitted.
 class LargerThanAdmitted : public Error {
  public:
-  LargerThanAdmitted(const std::string& message, uint64_t better_estimate) : Error(message), estimate(better_estimate) {}
+  LargerThanAdmitted(const std::string& message, uint64_t better_estimate)
+      : Error(message), estimate(better_estimate) {}
   uint64_t estimate;
 };
 

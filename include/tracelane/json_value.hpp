@@ -23,9 +23,9 @@ class JsonValue {
   static JsonValue array();
   static JsonValue object();
 
-  JsonValue& push(JsonValue v);                    // array
-  JsonValue& set(std::string key, JsonValue v);    // object; replaces an existing key
-  JsonValue& extend(const JsonValue& other);       // object: appends other's keys
+  JsonValue& push(JsonValue v);                  // array
+  JsonValue& set(std::string key, JsonValue v);  // object; replaces an existing key
+  JsonValue& extend(const JsonValue& other);     // object: appends other's keys
   Kind kind() const { return kind_; }
 
   // indent < 0: one line with ", " and ": " separators.

@@ -22,10 +22,10 @@ std::vector<uint32_t> assign_lanes(const std::vector<Interval>& intervals, uint3
 // One compacted lane and its annotation track.
 struct Lane {
   int64_t pid = 0;
-  uint32_t gpu = 0;       // the pid's place among the trace's GPU pids (ascending)
-  int group = 0;          // index into the rules' groups
-  std::string group_id;   // "compute", "nccl_all_gather", ...
-  uint32_t number = 0;    // 0-based within (pid, group)
+  uint32_t gpu = 0;      // the pid's place among the trace's GPU pids (ascending)
+  int group = 0;         // index into the rules' groups
+  std::string group_id;  // "compute", "nccl_all_gather", ...
+  uint32_t number = 0;   // 0-based within (pid, group)
   uint32_t lanes_in_group = 1;
   int64_t tid = 0;
   int64_t annotation_tid = 0;

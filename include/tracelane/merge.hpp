@@ -27,7 +27,7 @@ std::optional<int64_t> read_base_time_ns(const Trace& trace, bool& present_but_i
 // whatever the rank count, and files that fit keep SPEC 8's ids.
 struct MergeFlowIds {
   static constexpr int64_t kRankIdStride = 1000000000;  // 1e9 ids a rank
-  int64_t next_shared = kFirstPpFlowId;  // then the first PP arrow id
+  int64_t next_shared = kFirstPpFlowId;                 // then the first PP arrow id
   int64_t id(int pp_rank, size_t k);
   // Whether rank p's ids all come from its own range (then they never touch next_shared:
   // no rank holds 1e9 distinct flow ids in memory).
@@ -35,7 +35,7 @@ struct MergeFlowIds {
 };
 
 struct MergeInput {
-  std::string name;  // file name, for the summary and messages
+  std::string name;          // file name, for the summary and messages
   CompactedTrace compacted;  // compacted on its own; single-trace PP arrows, if any, are replaced
 };
 

@@ -24,9 +24,9 @@ struct AnnotationSpan {
 struct PidTracks {
   int64_t pid = 0;
   int pp_rank = 0;
-  std::optional<int64_t> main_compute_track;  // annotation track of the first compute lane
+  std::optional<int64_t> main_compute_track;    // annotation track of the first compute lane
   std::vector<int64_t> main_compute_subtracks;  // split off it so Perfetto nests them (SPEC 9.6)
-  std::vector<int64_t> unshard_tracks;  // annotation tracks (and sub-tracks) of the first two all-gather lanes
+  std::vector<int64_t> unshard_tracks;          // annotation tracks (and sub-tracks) of the first two all-gather lanes
 };
 
 struct PpCounts {
@@ -64,8 +64,8 @@ inline constexpr int64_t kFirstPpFlowId = 1000000000000;  // 1e12
 // Builds the arrows. `cross_rank` adds send->recv arrows (merge only). `rules` says which
 // annotation names are PP actions (null: SPEC 7 and 9.5's grammar). Flow ids are
 // first_id, first_id + 1, ... one per pair considered.
-PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        bool cross_rank, const Rules* rules = nullptr, int64_t first_id = kFirstPpFlowId);
+PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids, bool cross_rank,
+                        const Rules* rules = nullptr, int64_t first_id = kFirstPpFlowId);
 
 // Appends each flow as two events (ph s and ph f) to `trace`. Flow ids that a flow event
 // already in `trace` uses (as a viewer may read it: integer, number, or string read as

@@ -19,11 +19,11 @@ inline constexpr const char* kRestoreKey = "tracelane_restore";
 
 // One source trace of an output, as its events were written.
 struct RestoreSource {
-  const Trace* trace = nullptr;    // its events in the order they were written
-  size_t first_output_index = 0;   // output position of trace->events' first written event
-  std::string_view name_prefix;    // merge's args.name prefix ("" for compact)
-  Ns offset_ns = 0;                // merge's clock shift of this trace
-  int64_t global_rank = -1;        // -1 when not a rank of a merge
+  const Trace* trace = nullptr;   // its events in the order they were written
+  size_t first_output_index = 0;  // output position of trace->events' first written event
+  std::string_view name_prefix;   // merge's args.name prefix ("" for compact)
+  Ns offset_ns = 0;               // merge's clock shift of this trace
+  int64_t global_rank = -1;       // -1 when not a rank of a merge
 };
 
 // Where the written events sit in `text`: [events_begin, events_end), the first event's

@@ -41,7 +41,7 @@ struct MergeSummary {
   std::string time_alignment;
   std::vector<std::pair<int64_t, Ns>> time_offsets_ns;  // (global rank, offset), file order
   std::vector<std::pair<int, int64_t>> pp_ranks;        // (pp rank, global rank)
-  std::string pp_order_source;  // "pg_config" or "sorted global ranks"
+  std::string pp_order_source;                          // "pg_config" or "sorted global ranks"
   PpCounts pp;
   std::vector<std::pair<int64_t, CompactSummary>> per_rank;  // file order
 };

@@ -77,9 +77,7 @@ class Text {
   const char* data() const { return view().data(); }
   size_t size() const { return view().size(); }
   bool empty() const { return view().empty(); }
-  std::string_view substr(size_t pos, size_t count = std::string_view::npos) const {
-    return view().substr(pos, count);
-  }
+  std::string_view substr(size_t pos, size_t count = std::string_view::npos) const { return view().substr(pos, count); }
 
   friend bool operator==(const Text& a, const Text& b) { return a.view() == b.view(); }
   friend bool operator==(const Text& a, std::string_view b) { return a.view() == b; }
@@ -138,16 +136,16 @@ struct PackedSpan {
 enum Field : uint8_t { kPid, kTid, kTs, kDur, kId, kStream, kArgName, kFieldCount };
 
 struct Event {
-  Text raw;                // "{...}" exactly as read (or as synthesised)
-  Text ph, cat, name;      // unescaped
-  Text arg_name;           // args.name unescaped, when a string
+  Text raw;            // "{...}" exactly as read (or as synthesised)
+  Text ph, cat, name;  // unescaped
+  Text arg_name;       // args.name unescaped, when a string
 
   // What compaction or merge changed: new values, written in place of the ones read. Each
   // bit of `changed` says one field's value is replaced when the event is written.
   int64_t new_pid = 0, new_tid = 0, new_id = 0;
   Ns new_ts = 0, new_dur = 0;
 
-  Id pid, tid, id, stream;         // stream is args.stream
+  Id pid, tid, id, stream;  // stream is args.stream
   Time ts, dur;
   // Where each field's value sits in raw (length 0: the event has none): span() and
   // set_span(), not read directly.
@@ -226,7 +224,7 @@ struct Trace {
     return *arena.back();
   }
 
-  std::string source;  // file name used in messages
+  std::string source;         // file name used in messages
   std::string_view document;  // the whole text as parsed, for restore data (SPEC 9.12)
   std::vector<TopLevelField> top;
   size_t events_position = 0;  // index in `top` before which traceEvents is written

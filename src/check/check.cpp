@@ -38,15 +38,24 @@ namespace tracelane::check {
 
 const char* kind_name(ViolationKind kind) {
   switch (kind) {
-    case ViolationKind::missing_slice: return "missing_slice";
-    case ViolationKind::extra_slice: return "extra_slice";
-    case ViolationKind::lane_overlap: return "lane_overlap";
-    case ViolationKind::lane_partial_overlap: return "lane_partial_overlap";
-    case ViolationKind::annotation_partial_overlap: return "annotation_partial_overlap";
-    case ViolationKind::unbound_flow: return "unbound_flow";
-    case ViolationKind::missing_flow: return "missing_flow";
-    case ViolationKind::missing_event: return "missing_event";
-    case ViolationKind::changed_top_level: return "changed_top_level";
+    case ViolationKind::missing_slice:
+      return "missing_slice";
+    case ViolationKind::extra_slice:
+      return "extra_slice";
+    case ViolationKind::lane_overlap:
+      return "lane_overlap";
+    case ViolationKind::lane_partial_overlap:
+      return "lane_partial_overlap";
+    case ViolationKind::annotation_partial_overlap:
+      return "annotation_partial_overlap";
+    case ViolationKind::unbound_flow:
+      return "unbound_flow";
+    case ViolationKind::missing_flow:
+      return "missing_flow";
+    case ViolationKind::missing_event:
+      return "missing_event";
+    case ViolationKind::changed_top_level:
+      return "changed_top_level";
   }
   return "?";
 }
@@ -357,8 +366,7 @@ class Canonicalizer {
         std::string_view text = next_token(false);
         Decimal d;
         bool integer = e.type() != dom::element_type::DOUBLE;
-        if (!parse_decimal(text, d) || (integer && text.find_first_of(".eE") != std::string_view::npos))
-          out_of_step();
+        if (!parse_decimal(text, d) || (integer && text.find_first_of(".eE") != std::string_view::npos)) out_of_step();
         out += decimal_text(d);
         break;
       }
@@ -403,23 +411,26 @@ class Canonicalizer {
 
 struct Event {
   bool object = false;
-  std::string canon;           // the whole event
-  std::string name, cat, ph;   // unescaped when they are strings, else empty
-  std::string pid, tid;        // canonical texts, empty when absent
+  std::string canon;          // the whole event
+  std::string name, cat, ph;  // unescaped when they are strings, else empty
+  std::string pid, tid;       // canonical texts, empty when absent
   std::string ts_text, dur_text;
   std::string args_no_stream;  // canonical args without "stream"; empty when absent
   std::optional<Units> ts, dur;
-  std::string flow_key;        // flows: the event without tid
+  std::string flow_key;  // flows: the event without tid
 };
 
-const std::set<std::string, std::less<>> kMeasuredCats = {"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"};
+const std::set<std::string, std::less<>> kMeasuredCats = {"kernel",     "Kernel", "gpu_memcpy",
+                                                          "gpu_memset", "Memcpy", "Memset"};
 
 bool measured(const Event& e) { return kMeasuredCats.count(e.cat) > 0; }
 bool cuda_sync_x(const Event& e) { return e.cat == "cuda_sync" && e.ph == "X"; }
 bool slice(const Event& e) { return measured(e) || cuda_sync_x(e); }
 bool annotation(const Event& e) { return e.cat == "gpu_user_annotation"; }
 bool flow(const Event& e) { return e.ph == "s" || e.ph == "t" || e.ph == "f"; }
-bool thread_metadata(const Event& e) { return e.ph == "M" && (e.name == "thread_name" || e.name == "thread_sort_index"); }
+bool thread_metadata(const Event& e) {
+  return e.ph == "M" && (e.name == "thread_name" || e.name == "thread_sort_index");
+}
 std::string track_key(const Event& e) { return e.pid + '\x1f' + e.tid; }
 std::string identity(const Event& e) {
   return e.name + '\x1f' + e.cat + '\x1f' + e.ph + '\x1f' + e.pid + '\x1f' + e.ts_text + '\x1f' + e.dur_text + '\x1f' +
@@ -671,9 +682,8 @@ void check_slices(const Document& original, const Document& compacted, CheckRepo
     });
   }
   for (uint32_t j : extra)
-    rec.add(ViolationKind::extra_slice, true, j, [&] {
-      return describe_slice(compacted.events[j]) + " is not a slice of ORIGINAL (or one too many)";
-    });
+    rec.add(ViolationKind::extra_slice, true, j,
+            [&] { return describe_slice(compacted.events[j]) + " is not a slice of ORIGINAL (or one too many)"; });
 }
 
 // No partial overlaps on GPU tracks of COMPACTED; no overlap at all between slices of a lane.
@@ -754,7 +764,8 @@ class Coverage {
   explicit Coverage(const Document& doc) {
     std::unordered_map<std::string, std::vector<std::pair<Units, Units>>> spans;
     for (const Event& e : doc.events)
-      if (e.object && e.ph == "X" && e.ts) spans[track_key(e)].push_back({*e.ts, *e.ts + std::max<Units>(e.dur.value_or(0), 0)});
+      if (e.object && e.ph == "X" && e.ts)
+        spans[track_key(e)].push_back({*e.ts, *e.ts + std::max<Units>(e.dur.value_or(0), 0)});
     for (auto& [key, list] : spans) {
       std::sort(list.begin(), list.end());
       Index& index = tracks_[key];
@@ -805,9 +816,8 @@ void check_flows(const Document& original, const Document& compacted, const Gpu&
       ++report.flows_unbound_preexisting;
       continue;
     }
-    rec.add(ViolationKind::unbound_flow, true, j, [&] {
-      return "flow " + describe_event(e) + " lies in no X event of its track";
-    });
+    rec.add(ViolationKind::unbound_flow, true, j,
+            [&] { return "flow " + describe_event(e) + " lies in no X event of its track"; });
   }
   std::vector<uint32_t> missing;
   for (const auto& [key, indices] : flows) missing.insert(missing.end(), indices.begin(), indices.end());
@@ -840,9 +850,8 @@ void check_other_events(const Document& original, const Document& compacted, con
       it->second.pop_back();
       continue;
     }
-    rec.add(ViolationKind::missing_event, false, i, [&] {
-      return describe_event(e) + " is not in COMPACTED unchanged";
-    });
+    rec.add(ViolationKind::missing_event, false, i,
+            [&] { return describe_event(e) + " is not in COMPACTED unchanged"; });
   }
   for (uint32_t j = 0; j < compacted.events.size(); ++j)
     if (!used[j] && !gpu_related(compacted.events[j], false)) ++report.other_events_added;
@@ -856,7 +865,8 @@ void check_top_level(const Document& original, const Document& compacted, CheckR
     auto it = after.find(key);
     if (it != after.end() && it->second == entry.second) continue;
     rec.add(ViolationKind::changed_top_level, false, -1, [&] {
-      return "top-level key '" + shorten(key) + (it == after.end() ? "' is missing in COMPACTED" : "' changed in COMPACTED");
+      return "top-level key '" + shorten(key) +
+             (it == after.end() ? "' is missing in COMPACTED" : "' changed in COMPACTED");
     });
   }
 }
@@ -896,12 +906,11 @@ std::string format_report(const CheckReport& r, size_t listed) {
   s += "events: ORIGINAL " + n(r.original_events) + ", COMPACTED " + n(r.compacted_events) + "; GPU pids " +
        n(r.gpu_pids) + "\n";
   s += "measured slices: " + n(r.measured_slices) + " kernel/memcpy/memset + " + n(r.cuda_sync_events) +
-       " cuda_sync checked (name, cat, ph, pid, ts, dur, args but stream): missing " +
-       k(ViolationKind::missing_slice) + ", extra " + k(ViolationKind::extra_slice) + "\n";
-  s += "GPU tracks: " + n(r.lane_tracks) + " lane, " + n(r.annotation_tracks) +
-       " annotation: overlapping slices " + k(ViolationKind::lane_overlap) + ", partial overlaps on lane tracks " +
-       k(ViolationKind::lane_partial_overlap) + ", on annotation tracks " +
-       k(ViolationKind::annotation_partial_overlap) + "\n";
+       " cuda_sync checked (name, cat, ph, pid, ts, dur, args but stream): missing " + k(ViolationKind::missing_slice) +
+       ", extra " + k(ViolationKind::extra_slice) + "\n";
+  s += "GPU tracks: " + n(r.lane_tracks) + " lane, " + n(r.annotation_tracks) + " annotation: overlapping slices " +
+       k(ViolationKind::lane_overlap) + ", partial overlaps on lane tracks " + k(ViolationKind::lane_partial_overlap) +
+       ", on annotation tracks " + k(ViolationKind::annotation_partial_overlap) + "\n";
   s += "flow endpoints on GPU pids: " + n(r.flows_checked) + " checked: unbound " + k(ViolationKind::unbound_flow) +
        " (+" + n(r.flows_unbound_preexisting) + " already unbound in ORIGINAL, a warning), missing " +
        k(ViolationKind::missing_flow) + "\n";

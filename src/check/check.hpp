@@ -64,7 +64,7 @@ struct CheckReport {
   uint64_t flows_checked = 0;                       // flow endpoints on GPU pids of COMPACTED
   uint64_t flows_unbound_preexisting = 0;           // also unbound in ORIGINAL: a warning
   uint64_t other_events_checked = 0;
-  uint64_t other_events_added = 0;                  // in COMPACTED only, not GPU ones: info
+  uint64_t other_events_added = 0;  // in COMPACTED only, not GPU ones: info
   uint64_t top_level_keys_checked = 0;
   uint64_t inexact_times = 0;  // ts/dur with digits past the nanosecond (compared rounded)
   std::array<uint64_t, kViolationKinds> by_kind{};

@@ -72,8 +72,8 @@ int run_check(int argc, char** argv) {
   size_t listed = 10;
   std::vector<std::string> paths;
   po::options_description options("check options");
-  options.add_options()("help,h", "show this help")(
-      "list", po::value(&listed)->default_value(10), "violations to list (all are counted)");
+  options.add_options()("help,h", "show this help")("list", po::value(&listed)->default_value(10),
+                                                    "violations to list (all are counted)");
   po::options_description hidden;
   hidden.add_options()("trace", po::value(&paths));
   po::positional_options_description pos;
@@ -104,8 +104,8 @@ int run_check(int argc, char** argv) {
     bool restore_ok = true;
     std::string restore_line = "check: restore data: " + restore_data_status(bytes[0], bytes[1], paths[1], restore_ok);
     // Event names in the listed violations come from the traces: each line printable.
-    std::string text = "check: ORIGINAL " + paths[0] + "\ncheck: COMPACTED " + paths[1] + "\n" + restore_line +
-                       "\n" + check::format_report(report, listed);
+    std::string text = "check: ORIGINAL " + paths[0] + "\ncheck: COMPACTED " + paths[1] + "\n" + restore_line + "\n" +
+                       check::format_report(report, listed);
     for (size_t start = 0; start < text.size();) {
       size_t end = text.find('\n', start);
       if (end == std::string::npos) end = text.size();

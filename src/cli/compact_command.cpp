@@ -29,7 +29,7 @@ int compact_file(const fs::path& input, const fs::path& output, const SharedOpti
                                       summary.has_pp ? summary.pp_rank : single_trace_pp_rank(compacted.trace));
     std::vector<NamedIdentity> inputs_read{{input.filename().string(), identity, input}};
     write_output_step(output, compacted_text(compacted), shared.overwrite, inputs_read, job.recipe(pp_flows), job);
-    compacted = CompactedTrace{};  // the input document and events are no longer needed
+    compacted = CompactedTrace{};   // the input document and events are no longer needed
     if (!shared.preview.empty()) {  // no more readable than the input, as the output
       Timings::Scope scope(job.timings, "preview");
       write_atomically(shared.preview, timeline_svg(figures, input.filename().string()), shared.overwrite, {},

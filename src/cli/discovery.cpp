@@ -55,8 +55,8 @@ uint64_t estimate_uncompressed_bytes(int fd, uint64_t bytes_on_disk) {
   bool gzip = bytes_on_disk >= 18 && ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
               ::pread(fd, trailer, 4, off_t(bytes_on_disk - 4)) == 4;
   if (!gzip) return bytes_on_disk;
-  uint64_t isize = uint64_t(trailer[0]) | uint64_t(trailer[1]) << 8 | uint64_t(trailer[2]) << 16 |
-                   uint64_t(trailer[3]) << 24;
+  uint64_t isize =
+      uint64_t(trailer[0]) | uint64_t(trailer[1]) << 8 | uint64_t(trailer[2]) << 16 | uint64_t(trailer[3]) << 24;
   // ISIZE is the size mod 2^32: JSON never compresses to more than it was, so lift it.
   while (isize < bytes_on_disk) isize += uint64_t(1) << 32;
   // Deflate cannot compress beyond ~1032:1, so a larger ISIZE is not a trailer (a

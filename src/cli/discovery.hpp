@@ -30,10 +30,10 @@ struct RankFile {
 // A directory holding one or more rank<N>_trace.json[.gz] files.
 struct IterationDir {
   fs::path dir;
-  std::string rel;  // relative to ROOT, '/'-separated; "." for ROOT itself
-  std::string run;  // the component before profile_trace, else the grandparent (see run_of)
-  std::string iteration;  // the directory's name
-  std::vector<RankFile> ranks;  // sorted by rank number, then name; copies of gone originals too
+  std::string rel;                // relative to ROOT, '/'-separated; "." for ROOT itself
+  std::string run;                // the component before profile_trace, else the grandparent (see run_of)
+  std::string iteration;          // the directory's name
+  std::vector<RankFile> ranks;    // sorted by rank number, then name; copies of gone originals too
   bool through_dir_link = false;  // reached through a directory symbolic link below ROOT
 };
 

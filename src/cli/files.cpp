@@ -20,14 +20,18 @@
 #include <iostream>
 
 #include "printable.hpp"
-#include "tree_lock.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/trace.hpp"
+#include "tree_lock.hpp"
 
 namespace tracelane::cli {
 
 FileIdentity identity_of(const struct stat& st) {
-  return {st.st_dev, st.st_ino, uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec), long(st.st_mtim.tv_nsec),
+  return {st.st_dev,
+          st.st_ino,
+          uint64_t(st.st_size),
+          int64_t(st.st_mtim.tv_sec),
+          long(st.st_mtim.tv_nsec),
           mode_t(st.st_mode & 07777)};
 }
 
@@ -51,9 +55,9 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
   if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
     throw Error(path.string() + ": cannot read: " + std::strerror(errno));
   if (regular && uint64_t(before.st_size) > options.max_bytes)
-    throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
-                                 " bytes admitted",
-                             uint64_t(before.st_size));
+    throw LargerThanAdmitted(
+        path.string() + ": holds more than the " + std::to_string(options.max_bytes) + " bytes admitted",
+        uint64_t(before.st_size));
   std::string bytes;
   bytes.reserve(size_t(before.st_size) + 64);  // simdjson's padding fits without a copy
   bytes.resize(size_t(before.st_size));
@@ -72,9 +76,9 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
     if (n == 0) break;
     if (at_end) {  // the file grew (or is a pipe): never beyond what was admitted
       if (uint64_t(got) + uint64_t(n) > options.max_bytes)
-        throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
-                                     " bytes admitted",
-                                 std::max<uint64_t>(uint64_t(got) * 2, options.max_bytes + 1));
+        throw LargerThanAdmitted(
+            path.string() + ": holds more than the " + std::to_string(options.max_bytes) + " bytes admitted",
+            std::max<uint64_t>(uint64_t(got) * 2, options.max_bytes + 1));
       size_t grown = std::max({bytes.size() * 2, size_t(1) << 16, got + size_t(n)});
       bytes.resize(size_t(std::min<uint64_t>(grown, options.max_bytes)));
       std::memcpy(bytes.data() + got, probe, size_t(n));
@@ -106,9 +110,8 @@ std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const
   if (path.extension() == ".gz" && bytes.empty()) throw Error(path.string() + ": empty gzip file");
   if (is_gzip(bytes)) return gunzip(bytes, path.string(), options.max_bytes);
   if (bytes.size() > options.max_bytes)
-    throw LargerThanAdmitted(path.string() + ": holds more than the " + std::to_string(options.max_bytes) +
-                                 " bytes admitted",
-                             bytes.size());
+    throw LargerThanAdmitted(
+        path.string() + ": holds more than the " + std::to_string(options.max_bytes) + " bytes admitted", bytes.size());
   return bytes;
 }
 
@@ -226,22 +229,23 @@ void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, b
     refuse("name too long (" + std::to_string(filename.size()) + " bytes; at most " +
            std::to_string(name_max - long(kTemporaryNameExtra)) + " here, for the temporary beside it)");
   if (rank_name == RankName::refused && is_rank_trace_name(filename) && !is_our_output_name(filename))
-    refuse("is named like a rank trace (rank<N>_trace.json[.gz]), which tracelane reads as an input; "
-           "choose another -o");
+    refuse(
+        "is named like a rank trace (rank<N>_trace.json[.gz]), which tracelane reads as an input; "
+        "choose another -o");
   // Identity, links followed: a link or another name for an input is that input.
   const std::optional<FileId> out_id = file_id(output, true);
   const std::optional<FileId> out_dir_id = file_id(dir, true);
   for (const auto& input : inputs) {
     bool same = out_id && out_id == file_id(input, true);
     // Or the same directory entry (same directory, same name), whether or not it exists.
-    same = same || (input.filename() == output.filename() && out_dir_id && out_dir_id == file_id(directory_of(input), true));
+    same = same ||
+           (input.filename() == output.filename() && out_dir_id && out_dir_id == file_id(directory_of(input), true));
     if (same) refuse("output would replace the input " + input.string() + "; choose another -o");
   }
   bool exists = ::lstat(output.c_str(), &st) == 0;
   if (exists) {
     struct stat target {};
-    if (::stat(output.c_str(), &target) == 0 && S_ISDIR(target.st_mode))
-      refuse("is a directory, not an output file");
+    if (::stat(output.c_str(), &target) == 0 && S_ISDIR(target.st_mode)) refuse("is a directory, not an output file");
     if (!overwrite) refuse("output exists (use --overwrite to replace it)");
   }
 }
@@ -512,7 +516,8 @@ std::string digest_hex(std::string_view text) {
     b ^= b >> 29;
   }
   char hex[40];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
   return hex;
 }
 }  // namespace

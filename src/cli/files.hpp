@@ -134,9 +134,9 @@ struct NamedIdentity {
   fs::path path = {};
 };
 // `recipe` (output_recipe) goes into that record too.
-void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite,
-                      std::string_view record = {}, const std::vector<NamedIdentity>& inputs = {},
-                      std::string_view recipe = {}, std::string_view figures = {});
+void write_atomically(const fs::path& path, const std::string& bytes, bool overwrite, std::string_view record = {},
+                      const std::vector<NamedIdentity>& inputs = {}, std::string_view recipe = {},
+                      std::string_view figures = {});
 
 // write_atomically piece by piece, for an output written as it is made: the temporary is
 // created at once (O_EXCL, never more readable than `inputs`), each write() appends to it,
@@ -170,7 +170,7 @@ class AtomicOutput {
   fs::path path_, tmp_;
   std::vector<NamedIdentity> inputs_;
   int fd_ = -1;
-  bool sealed_ = false;  // seal()ed, its temporary not yet renamed or removed
+  bool sealed_ = false;           // seal()ed, its temporary not yet renamed or removed
   size_t signal_slot_ = kNoSlot;  // remove_temporaries_on_signals()
 };
 

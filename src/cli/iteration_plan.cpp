@@ -69,12 +69,12 @@ std::optional<PlanProblem> plan_problem(const IterationPlan& plan, const std::op
   }
   int64_t expected = shard ? shard_share(plan.count, *shard) : plan.count;
   if (int64_t(plan.iterations.size()) != expected)
-    return PlanProblem{"iterations",
-                       std::to_string(plan.iterations.size()) + " iterations, not the " + std::to_string(expected) +
-                           (shard ? " positions of shard " + std::to_string(shard->first) + "/" +
-                                        std::to_string(shard->second) + " in "
-                                  : " of ") +
-                           "a plan of " + std::to_string(plan.count)};
+    return PlanProblem{"iterations", std::to_string(plan.iterations.size()) + " iterations, not the " +
+                                         std::to_string(expected) +
+                                         (shard ? " positions of shard " + std::to_string(shard->first) + "/" +
+                                                      std::to_string(shard->second) + " in "
+                                                : " of ") +
+                                         "a plan of " + std::to_string(plan.count)};
   return std::nullopt;
 }
 

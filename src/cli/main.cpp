@@ -5,8 +5,8 @@
 // rather than to any command (stdout's error checking, huge pages, SIGXFSZ). Each command
 // is a file of its own (commands.hpp lists them); what they share is in options.hpp and
 // trace_job.hpp; all trace logic is in the core (include/tracelane/).
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,12 +38,8 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"compact", run_compact, true},
-    {"merge", run_merge, true},
-    {"sweep", run_sweep, true},
-    {"report", run_report, false},
-    {"restore", run_restore, true},
-    {"check", run_check, true},
+    {"compact", run_compact, true}, {"merge", run_merge, true},     {"sweep", run_sweep, true},
+    {"report", run_report, false},  {"restore", run_restore, true}, {"check", run_check, true},
     {"rules", run_rules, false},
 };
 
@@ -73,8 +69,10 @@ void use_huge_pages(char** argv) {
   if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // No /proc (or no exec): go on with small pages, the environment as it was.
-  if (tunables) setenv("GLIBC_TUNABLES", saved.c_str(), 1);
-  else unsetenv("GLIBC_TUNABLES");
+  if (tunables)
+    setenv("GLIBC_TUNABLES", saved.c_str(), 1);
+  else
+    unsetenv("GLIBC_TUNABLES");
 }
 
 namespace {

@@ -3,11 +3,11 @@
 
 #include <unistd.h>
 
+#include <oneapi/tbb/info.h>
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
-#include <oneapi/tbb/info.h>
 #include <string>
 
 namespace tracelane::cli {
@@ -71,7 +71,6 @@ int default_jobs() {
   }
   return std::max(1, tbb::info::default_concurrency());
 }
-
 
 // ---------------------------------------------------------------------------------------
 // Admission under the memory budget

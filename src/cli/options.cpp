@@ -39,13 +39,14 @@ const char* const kUsage =
     "  tracelane --version\n";
 
 void add_shared_options(po::options_description& options, SharedOptions& shared) {
-  options.add_options()("help,h", "show this help")(
-      "output,o", po::value(&shared.output), "output file (.gz: gzip-compressed)")(
+  options.add_options()("help,h", "show this help")("output,o", po::value(&shared.output),
+                                                    "output file (.gz: gzip-compressed)")(
       "overwrite", po::bool_switch(&shared.overwrite), "replace an existing output")(
       "level", po::value(&shared.level)->default_value(kDefaultLevel),
-      "gzip level, 0 (store) to 12 (smallest); libdeflate's scale")(
-      "timings", po::bool_switch(&shared.timings), "print the time of each phase on stderr")(
-      "rules", po::value(&shared.rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
+      "gzip level, 0 (store) to 12 (smallest); libdeflate's scale")("timings", po::bool_switch(&shared.timings),
+                                                                    "print the time of each phase on stderr")(
+      "rules", po::value(&shared.rules_file),
+      "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "preview", po::value(&shared.preview), "also write the GPU timeline picture as a standalone SVG (FILE.svg)");
 }
 
@@ -101,8 +102,7 @@ std::optional<int> usage_error(const CommandLine& line, const std::string& messa
 
 std::optional<int> parse_command_line(int argc, char** argv, const CommandLine& line,
                                       const po::options_description& options, const po::options_description& hidden,
-                                      const po::positional_options_description& positional,
-                                      po::variables_map* parsed) {
+                                      const po::positional_options_description& positional, po::variables_map* parsed) {
   po::options_description all;
   all.add(options).add(hidden);
   po::variables_map local;
@@ -121,8 +121,8 @@ std::optional<int> parse_command_line(int argc, char** argv, const CommandLine& 
 }
 
 std::optional<int> parse_command_line(int argc, char** argv, const CommandLine& line,
-                                      const po::options_description& options, const char* name,
-                                      std::string& value, po::variables_map* parsed) {
+                                      const po::options_description& options, const char* name, std::string& value,
+                                      po::variables_map* parsed) {
   po::options_description hidden;
   hidden.add_options()(name, po::value(&value));
   po::positional_options_description positional;

@@ -65,9 +65,9 @@ void guard_preview(const SharedOptions& shared, const fs::path& output, std::vec
 
 // How a command presents itself when its command line is wrong or --help is asked.
 struct CommandLine {
-  std::string command;      // "compact": messages start "tracelane compact: "
-  std::string usage;        // the first lines of --help, each ending in '\n'
-  std::string after_error;  // printed on stderr after a usage error's line
+  std::string command;               // "compact": messages start "tracelane compact: "
+  std::string usage;                 // the first lines of --help, each ending in '\n'
+  std::string after_error;           // printed on stderr after a usage error's line
   bool options_after_error = false;  // and then the options' descriptions
 };
 
@@ -84,8 +84,8 @@ std::optional<int> parse_command_line(int argc, char** argv, const CommandLine& 
 // The same for a command with one positional argument that must be given: `name` is
 // both its option name and what "missing NAME" says.
 std::optional<int> parse_command_line(int argc, char** argv, const CommandLine& line,
-                                      const po::options_description& options, const char* name,
-                                      std::string& value, po::variables_map* parsed = nullptr);
+                                      const po::options_description& options, const char* name, std::string& value,
+                                      po::variables_map* parsed = nullptr);
 
 // A usage error: "tracelane <command>: <message>" and what follows a usage error.
 int usage_error(const CommandLine& line, const std::string& message);

@@ -18,8 +18,8 @@
 //      original is gone): every file verified is checked once more
 //      (fstatat, AT_SYMLINK_NOFOLLOW), the directory is listed again (a rank file that
 //      appeared since the sweep listed it keeps them all: the merged output does not cover
-//      it), then each is checked again just before unlinkat(dirfd, name, 0). Removing part of an iteration would make the next sweep
-//      merge the ranks that are left and replace the merged output of all of them.
+//      it), then each is checked again just before unlinkat(dirfd, name, 0). Removing part of an iteration would make
+//      the next sweep merge the ranks that are left and replace the merged output of all of them.
 //
 // A copy whose restore fails or differs is not a faithful copy: the file is kept and the
 // sweep exits 1 (report cell "kept: restore differs: ...").
@@ -31,21 +31,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
 
 #include "discovery.hpp"
+#include "memory_budget.hpp"
 #include "printable.hpp"
 #include "report.hpp"
-#include "memory_budget.hpp"
-#include "tree_lock.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/restore.hpp"
+#include "tree_lock.hpp"
 
 namespace tracelane::cli {
 
@@ -71,7 +71,8 @@ std::optional<std::string> original_refusal(const struct stat& now, const FileId
   if (!S_ISREG(now.st_mode)) return std::string("not a regular file");
   if (now.st_nlink != 1) return "has " + std::to_string(uint64_t(now.st_nlink)) + " hard links";
   if (now.st_uid != user) return std::string("owned by another user");
-  if (!(identity_of(now) == expected)) return std::string("changed since the sweep read it (device, inode, size or mtime)");
+  if (!(identity_of(now) == expected))
+    return std::string("changed since the sweep read it (device, inode, size or mtime)");
   return std::nullopt;
 }
 
@@ -193,11 +194,12 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
         std::vector<RestoreRecordInfo> records = list_restore_records(copy, copy_path);
         if (records.empty()) return unfaithful(file.output_name + " holds no restore data");
         if (records.size() != 1)
-          return unfaithful(file.output_name + " holds " + std::to_string(records.size()) + " restore records, not one");
+          return unfaithful(file.output_name + " holds " + std::to_string(records.size()) +
+                            " restore records, not one");
         if (records[0].original_bytes > max_bytes)
-          throw LargerThanAdmitted(copy_path + ": restores more than the " + std::to_string(max_bytes) +
-                                       " bytes admitted",
-                                   records[0].original_bytes);
+          throw LargerThanAdmitted(
+              copy_path + ": restores more than the " + std::to_string(max_bytes) + " bytes admitted",
+              records[0].original_bytes);
         restored = restore_original(std::move(copy), copy_path, 0);
       } catch (const LargerThanAdmitted&) {
         throw;
@@ -209,7 +211,8 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
     {
       Fd in{::openat(dir.fd, file.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)};
       if (in.fd < 0) return kept(std::string("cannot open it: ") + std::strerror(errno));
-      struct stat before {}, after {};
+      struct stat before {
+      }, after{};
       if (::fstat(in.fd, &before) != 0) return kept(std::string("cannot examine it: ") + std::strerror(errno));
       if (auto refusal = original_refusal(before, file.identity, false, ::geteuid())) return kept(*refusal);
       // A gzip file is no larger than its text plus headers (read_trace_bytes' margin).
@@ -237,8 +240,8 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
 
 }  // namespace
 
-std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget,
-                                              int jobs, const std::function<void(const std::string&)>& error) {
+std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget, int jobs,
+                                              const std::function<void(const std::string&)>& error) {
   std::vector<Check> checks(files.size(), kept("not verified"));
   std::vector<uint64_t> estimates(files.size());
   const uint64_t memory = memory_limit();
@@ -307,7 +310,8 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
     auto keep_all = [&](size_t because) {
       for (size_t i : members)
         if (checks[i].kind == Check::verified)
-          verdicts[i].reason = files[because].name + " of this iteration is kept, and an iteration's originals are "
+          verdicts[i].reason = files[because].name +
+                               " of this iteration is kept, and an iteration's originals are "
                                "removed all together or not at all";
     };
     size_t blocker = SIZE_MAX;

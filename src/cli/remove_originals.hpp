@@ -27,8 +27,8 @@ struct OriginalFile {
   std::string output_name;  // its compacted copy in the same directory
   FileIdentity identity;    // the file the sweep read, or (row "skipped") found at discovery
   bool through_link = false;
-  uint64_t estimate = 0;    // its uncompressed bytes, as the sweep last estimated them
-  size_t iteration = 0;     // originals of one iteration are removed all together or not at all
+  uint64_t estimate = 0;  // its uncompressed bytes, as the sweep last estimated them
+  size_t iteration = 0;   // originals of one iteration are removed all together or not at all
   // Set by the caller when the file may not be removed whatever its copy holds (its
   // iteration is not wholly done): "kept: <refusal>".
   std::optional<std::string> refusal;
@@ -67,8 +67,8 @@ inline constexpr uint64_t kVerifyFactor = 4;
 // alone), then removes the originals of each iteration whose every file verified, each
 // checked once more just before unlinkat. `error` gets one line per copy that is not
 // faithful. Returns one verdict per file.
-std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget,
-                                              int jobs, const std::function<void(const std::string&)>& error);
+std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget, int jobs,
+                                              const std::function<void(const std::string&)>& error);
 
 // "removed N originals, M bytes; kept K", for the sweep's summary.
 std::string removal_summary(const std::vector<OriginalVerdict>& verdicts);

@@ -201,10 +201,10 @@ inline constexpr std::string_view kOriginalUnfaithful = "kept: restore differs";
 
 struct Combined {
   Report report;
-  std::optional<int> shard_count;      // N, when the partial reports name it
-  std::vector<int> missing_shards;     // the first kListLimit shards of N that no report gave
-  int64_t missing_shard_count = 0;     // all of them
-  std::vector<std::string> problems;   // unreadable or inconsistent inputs, one line each
+  std::optional<int> shard_count;     // N, when the partial reports name it
+  std::vector<int> missing_shards;    // the first kListLimit shards of N that no report gave
+  int64_t missing_shard_count = 0;    // all of them
+  std::vector<std::string> problems;  // unreadable or inconsistent inputs, one line each
 };
 // Joins partial reports (each from parse_report_json). The rows are the union, sorted, plus
 // one failed `problem` row (dir ".") per line of `problems`: each report in `unreadable`

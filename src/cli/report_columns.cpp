@@ -152,9 +152,12 @@ JsonValue totals_json(const std::vector<Row>& rows) {
 
 const char* kind_name(RowKind kind) {
   switch (kind) {
-    case RowKind::file: return "file";
-    case RowKind::merge: return "merge";
-    case RowKind::problem: return "problem";
+    case RowKind::file:
+      return "file";
+    case RowKind::merge:
+      return "merge";
+    case RowKind::problem:
+      return "problem";
   }
   return "?";
 }
@@ -269,7 +272,8 @@ std::vector<std::pair<std::string, int64_t>> unmatched_iterations(const std::vec
     const Cell& cell = row.get("pp_send_recv_unmatched");
     if (std::holds_alternative<int64_t>(cell) && std::get<int64_t>(cell) > 0) {
       const Cell& dir = row.get("dir");
-      out.push_back({std::holds_alternative<std::string>(dir) ? std::get<std::string>(dir) : "", std::get<int64_t>(cell)});
+      out.push_back(
+          {std::holds_alternative<std::string>(dir) ? std::get<std::string>(dir) : "", std::get<int64_t>(cell)});
     }
   }
   return out;

@@ -74,10 +74,11 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
     // Without one plan, positions in two shards' lists name different iterations: some
     // would be combined twice, others by no report, and nothing here could tell.
     if (!partial.plan) {
-      combined.problems.push_back(name + ": " + which(partial) +
-                                  " records no iteration plan (a report of schema 3 or older, or a combined report that "
-                                  "did not account for its plan), so nothing shows it split the list the others did; "
-                                  "left out (sweep it again)");
+      combined.problems.push_back(
+          name + ": " + which(partial) +
+          " records no iteration plan (a report of schema 3 or older, or a combined report that "
+          "did not account for its plan), so nothing shows it split the list the others did; "
+          "left out (sweep it again)");
       continue;
     }
     if (!planned) {
@@ -132,7 +133,8 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
     for (const Row& row : partial->rows) {
       if (row.kind != RowKind::problem) {
         std::string dir = text_cell(row, "dir");
-        std::string label = listed(dir) + (row.kind == RowKind::file ? "/" + listed(text_cell(row, "file")) : " (merge)");
+        std::string label =
+            listed(dir) + (row.kind == RowKind::file ? "/" + listed(text_cell(row, "file")) : " (merge)");
         if (!std::binary_search(taken.begin(), taken.end(), dir)) {
           unplanned.add(label + " (" + name + ")");
           continue;
@@ -147,7 +149,8 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
       combined.report.rows.push_back(row);
     }
   }
-  for (const ProblemList* list : {&taken_twice, &without_row, &repeated, &unplanned}) list->report_into(combined.problems);
+  for (const ProblemList* list : {&taken_twice, &without_row, &repeated, &unplanned})
+    list->report_into(combined.problems);
 
   if (combined.shard_count) {
     // Counted, not listed: N is at most kMaxShards, and only the first few are kept.
@@ -165,10 +168,10 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
     if (combined.missing_shard_count)
       combined.problems.push_back("missing shards: " + summarise_list(first_missing, combined.missing_shard_count) +
                                   " (of " + std::to_string(*combined.shard_count) + ")" +
-                                  (untaken > 0 ? "; " + std::to_string(untaken) + " of the plan's " +
-                                                     std::to_string(planned->plan->count) +
-                                                     " iterations are in no report given"
-                                               : std::string()));
+                                  (untaken > 0
+                                       ? "; " + std::to_string(untaken) + " of the plan's " +
+                                             std::to_string(planned->plan->count) + " iterations are in no report given"
+                                       : std::string()));
   }
 
   // With nothing else amiss, the iterations taken must be the plan, each at a position of
@@ -177,8 +180,8 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
     std::vector<std::string> all;
     for (const auto& entry : taken_by) all.push_back(entry.first);
     if (int64_t(all.size()) != planned->plan->count || plan_digest(all) != planned->plan->digest) {
-      combined.problems.push_back("the iterations the reports took (" + std::to_string(all.size()) +
-                                  ", digest " + short_digest(plan_digest(all)) + ") are not their plan (" +
+      combined.problems.push_back("the iterations the reports took (" + std::to_string(all.size()) + ", digest " +
+                                  short_digest(plan_digest(all)) + ") are not their plan (" +
                                   plan_label(*planned->plan) + ")");
     } else {
       ProblemList misplaced{"iterations at a position of another shard", {}, 0};
@@ -194,11 +197,13 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
       }
       misplaced.report_into(combined.problems);
     }
-    if (combined.problems.empty()) combined.report.plan = IterationPlan{planned->plan->digest, planned->plan->count, all};
+    if (combined.problems.empty())
+      combined.report.plan = IterationPlan{planned->plan->digest, planned->plan->count, all};
   }
   // Each partial report's sums fit; all of them together may not: say so, never wrap.
   for (const std::string& column : compute_totals(combined.report.rows).overflowed)
-    combined.problems.push_back("the sum of " + column + " over all reports is beyond int64 (or not finite); its total is null");
+    combined.problems.push_back("the sum of " + column +
+                                " over all reports is beyond int64 (or not finite); its total is null");
   for (const std::string& problem : combined.problems) {
     Row row(RowKind::problem);
     row.set("dir", std::string(".")).set("status", std::string("failed")).set("error", problem);

@@ -114,7 +114,8 @@ std::string url_path(const std::string& bytes) {
 // not finite fails.
 JsonValue copy_plain(const PageReader& reader, element value, const std::string& where, int depth = 0) {
   switch (value.type()) {
-    case element_type::NULL_VALUE: return JsonValue::null();
+    case element_type::NULL_VALUE:
+      return JsonValue::null();
     case element_type::BOOL: {
       bool flag = false;
       if (value.get(flag)) reader.fail(where, "unreadable value");
@@ -159,11 +160,32 @@ JsonValue copy_plain(const PageReader& reader, element value, const std::string&
 }
 
 // The columns the page shows or uses, in the order of its data's rows.
-const char* const kPageColumns[] = {
-    "kind", "dir", "file", "run", "iteration", "rank", "pp_rank", "ranks", "pp_order", "pp_order_source",
-    "time_alignment", "input_bytes", "output_bytes", "events", "measured_slices", "original_streams",
-    "compacted_lanes", "compaction_ratio", "pp_send_recv_pairs", "pp_send_recv_unmatched",
-    "pp_compute_dependency_pairs", "pp_compute_dependency_unmatched", "output", "seconds", "status", "error"};
+const char* const kPageColumns[] = {"kind",
+                                    "dir",
+                                    "file",
+                                    "run",
+                                    "iteration",
+                                    "rank",
+                                    "pp_rank",
+                                    "ranks",
+                                    "pp_order",
+                                    "pp_order_source",
+                                    "time_alignment",
+                                    "input_bytes",
+                                    "output_bytes",
+                                    "events",
+                                    "measured_slices",
+                                    "original_streams",
+                                    "compacted_lanes",
+                                    "compaction_ratio",
+                                    "pp_send_recv_pairs",
+                                    "pp_send_recv_unmatched",
+                                    "pp_compute_dependency_pairs",
+                                    "pp_compute_dependency_unmatched",
+                                    "output",
+                                    "seconds",
+                                    "status",
+                                    "error"};
 
 // Lane group names, each written once in the data: rows refer to them by index.
 struct Groups {
@@ -304,7 +326,8 @@ boost::filesystem::path html_path_for(const boost::filesystem::path& report_json
   return page.replace_extension(".html");
 }
 
-std::string report_html(std::string_view report_json, const std::string& source, const boost::filesystem::path& page_dir) {
+std::string report_html(std::string_view report_json, const std::string& source,
+                        const boost::filesystem::path& page_dir) {
   namespace fs = boost::filesystem;
   PageReader reader{source};
   simdjson::dom::parser parser;
@@ -330,7 +353,8 @@ std::string report_html(std::string_view report_json, const std::string& source,
 
   // Links to outputs: root/dir/output, relative to the page's directory.
   std::optional<fs::path> link_base;
-  if (std::optional<std::string> root_bytes = name_from_report(root); root_bytes && fs::path(*root_bytes).is_absolute()) {
+  if (std::optional<std::string> root_bytes = name_from_report(root);
+      root_bytes && fs::path(*root_bytes).is_absolute()) {
     boost::system::error_code ec;
     fs::path from = fs::absolute(page_dir, ec).lexically_normal();
     fs::path relative = fs::path(*root_bytes).lexically_normal().lexically_relative(from);
@@ -381,7 +405,8 @@ std::string report_html(std::string_view report_json, const std::string& source,
       element value;
       const Column& column = *columns[c];
       std::string_view key = column_name_in_schema(column.name, version);
-      cells.push(row[key].get(value) ? JsonValue::null() : cell_json(reader, value, column, where + "." + std::string(key)));
+      cells.push(row[key].get(value) ? JsonValue::null()
+                                     : cell_json(reader, value, column, where + "." + std::string(key)));
     }
     Figures& figure = figures[n];
     std::string_view dir, output;
@@ -438,14 +463,16 @@ std::string report_html(std::string_view report_json, const std::string& source,
   page.reserve(report_json.size() / 2 + kReportPageScript.size() + kReportPageStyle.size() + 4096);
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   // Nothing but this file: no request can leave the page (links are followed by the user).
-  page += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-          "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
+  page +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += "<title>tracelane report: " + xml_text(root) + "</title>\n<style>\n";
   page += kReportPageStyle;
   page += "</style>\n</head>\n<body>\n";
-  page += "<noscript><p>This page draws the sweep report with JavaScript, which is off. The same numbers are in "
-          "tracelane_report.json and tracelane_report.csv beside it.</p></noscript>\n";
+  page +=
+      "<noscript><p>This page draws the sweep report with JavaScript, which is off. The same numbers are in "
+      "tracelane_report.json and tracelane_report.csv beside it.</p></noscript>\n";
   page += "<div id=\"js-errors\" hidden></div>\n<main id=\"page\" data-state=\"loading\"><h1>tracelane report: " +
           xml_text(root) + "</h1><p>Drawing&hellip;</p></main>\n";
   page += "<script type=\"application/json\" id=\"tracelane-data\">";

@@ -15,7 +15,8 @@ namespace tracelane::cli {
 // is not a report. Every text of the report reaches the page only as JSON data inside a
 // <script type="application/json"> element with '<' escaped, and the page's script puts
 // it into the document as text, never as markup.
-std::string report_html(std::string_view report_json, const std::string& source, const boost::filesystem::path& page_dir);
+std::string report_html(std::string_view report_json, const std::string& source,
+                        const boost::filesystem::path& page_dir);
 
 // The page's name for a report file: tracelane_report[.shard-K-of-N].json -> .html.
 boost::filesystem::path html_path_for(const boost::filesystem::path& report_json_path);

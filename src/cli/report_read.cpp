@@ -66,7 +66,9 @@ std::variant<Cell, std::string> cell_from_json(simdjson::dom::element value, con
 }
 
 // A shard K/N as a report may hold it: 0 <= K < N <= kMaxShards.
-bool valid_shard(int64_t index, int64_t count) { return count >= 1 && count <= kMaxShards && index >= 0 && index < count; }
+bool valid_shard(int64_t index, int64_t count) {
+  return count >= 1 && count <= kMaxShards && index >= 0 && index < count;
+}
 
 // "K/N" (a run's shard label): digits only, in range; nothing otherwise.
 std::optional<std::pair<int, int>> parse_shard_label(std::string_view label) {
@@ -110,7 +112,7 @@ class ReportReader {
 
   // The members of an object, each key once and every key one of `known`.
   std::map<std::string_view, simdjson::dom::element> members(simdjson::dom::element value, const std::string& where,
-                                                           const std::vector<std::string_view>& known) const {
+                                                             const std::vector<std::string_view>& known) const {
     simdjson::dom::object object;
     if (value.get(object)) fail(where, "expected an object, got " + excerpt(value));
     std::map<std::string_view, simdjson::dom::element> out;
@@ -140,7 +142,8 @@ class ReportReader {
     std::string_view raw;
     if (value.get(raw)) fail(where, "expected a string, got " + excerpt(value));
     std::optional<std::string> bytes = name_from_report(raw);
-    if (!bytes) fail(where, "not text as tracelane writes it (printable UTF-8, \\\\ and \\xHH escapes): " + excerpt(value));
+    if (!bytes)
+      fail(where, "not text as tracelane writes it (printable UTF-8, \\\\ and \\xHH escapes): " + excerpt(value));
     return *bytes;
   }
 
@@ -198,18 +201,21 @@ std::optional<GpuFigures> read_figures(const ReportReader& reader,
   GpuFigures figures;
   figures.merged = kind == RowKind::merge;
   const char* absent = figures.merged ? "gpu_busy" : "bubble_fraction";
-  if (members.count(absent)) reader.fail(where + "." + absent, std::string("not a key of ") + kind_name(kind) + " rows");
+  if (members.count(absent))
+    reader.fail(where + "." + absent, std::string("not a key of ") + kind_name(kind) + " rows");
 
   simdjson::dom::element window = reader.required(members, "gpu_window_us", where);
   if (window.get(figures.window_us) || !std::isfinite(figures.window_us) || figures.window_us < 0 ||
       figures.window_us > kMaxReal)
-    reader.fail(where + ".gpu_window_us", "expected a finite non-negative number of at most 1e15, got " + excerpt(window));
+    reader.fail(where + ".gpu_window_us",
+                "expected a finite non-negative number of at most 1e15, got " + excerpt(window));
 
   if (!figures.merged) {
     std::string path = where + ".gpu_busy";
     for (auto [key, value] : object_items(reader, reader.required(members, "gpu_busy", where), path)) {
       std::optional<std::string> name = name_from_report(key);
-      if (!name || name->empty()) reader.fail(path, "a group name is not text as tracelane writes it: " + std::string(key));
+      if (!name || name->empty())
+        reader.fail(path, "a group name is not text as tracelane writes it: " + std::string(key));
       figures.busy[*name] = read_fraction(reader, value, path + "." + std::string(key));
     }
   } else {
@@ -223,7 +229,8 @@ std::optional<GpuFigures> read_figures(const ReportReader& reader,
   }
 
   std::string path = where + ".timeline";
-  auto fields = reader.members(reader.required(members, "timeline", where), path, {"start_us", "end_us", "bins", "strips"});
+  auto fields =
+      reader.members(reader.required(members, "timeline", where), path, {"start_us", "end_us", "bins", "strips"});
   Timeline& timeline = figures.timeline;
   for (auto [key, target] : {std::pair{"start_us", &timeline.start_us}, std::pair{"end_us", &timeline.end_us}}) {
     simdjson::dom::element value = reader.required(fields, key, path);
@@ -252,7 +259,8 @@ std::optional<GpuFigures> read_figures(const ReportReader& reader,
     simdjson::dom::element occupancy = reader.required(strip_fields, "occupancy", at);
     if (occupancy.get(digits) || digits.size() != size_t(timeline.bins) ||
         digits.find_first_not_of("0123456789") != std::string_view::npos)
-      reader.fail(at + ".occupancy", "expected " + std::to_string(timeline.bins) + " digits, got " + excerpt(occupancy));
+      reader.fail(at + ".occupancy",
+                  "expected " + std::to_string(timeline.bins) + " digits, got " + excerpt(occupancy));
     strip.occupancy = std::string(digits);
     timeline.strips.push_back(std::move(strip));
   }
@@ -299,7 +307,8 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
   if (const Cell& original = row.get("original"); std::holds_alternative<std::string>(original)) {
     std::string_view text = std::get<std::string>(original);
     if (text != "removed" && text.substr(0, 6) != "kept: ")
-      reader.fail(where + ".original", "expected \"removed\" or \"kept: <reason>\", got " + excerpt(members.at("original")));
+      reader.fail(where + ".original",
+                  "expected \"removed\" or \"kept: <reason>\", got " + excerpt(members.at("original")));
   }
   // What identifies a row and decides the outcome is never unknown.
   for (const char* name : {"dir", "status"})
@@ -309,8 +318,8 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
     reader.fail(where + ".dir", "not a directory under the report's root (\".\" or a relative path without \"..\"): " +
                                     excerpt(members.at("dir")));
   if (!status_allowed(row.kind, status_of(row)))
-    reader.fail(where + ".status", std::string("not a status of ") + kind_name(row.kind) + " rows: " +
-                                       excerpt(members.at("status")));
+    reader.fail(where + ".status",
+                std::string("not a status of ") + kind_name(row.kind) + " rows: " + excerpt(members.at("status")));
   row.figures = read_figures(reader, members, row.kind, status_of(row), where);
   return row;
 }
@@ -327,7 +336,8 @@ IterationPlan read_plan(const ReportReader& reader, const std::map<std::string_v
   plan.digest = std::string(digest_text);
   plan.count = reader.integer(reader.required(members, "count", where), path("count"), kMaxPlanIterations);
   simdjson::dom::array iterations;
-  if (reader.required(members, "iterations", where).get(iterations)) reader.fail(path("iterations"), "expected an array");
+  if (reader.required(members, "iterations", where).get(iterations))
+    reader.fail(path("iterations"), "expected an array");
   size_t n = 0;
   for (simdjson::dom::element item : iterations)
     plan.iterations.push_back(reader.text(item, path("iterations[" + std::to_string(n++) + "]")));
@@ -351,7 +361,8 @@ RunInfo read_run(const ReportReader& reader, simdjson::dom::element item, const 
   double wall = 0;
   simdjson::dom::element seconds = reader.required(members, "wall_seconds", where);
   if (seconds.get(wall) || !std::isfinite(wall) || wall < 0 || wall > kMaxReal)
-    reader.fail(where + ".wall_seconds", "expected a finite non-negative number of at most 1e15, got " + excerpt(seconds));
+    reader.fail(where + ".wall_seconds",
+                "expected a finite non-negative number of at most 1e15, got " + excerpt(seconds));
   run.wall_seconds = rounded(wall, 3);
   run.jobs = int(reader.integer(reader.required(members, "jobs", where), where + ".jobs", INT_MAX));
   run.memory_budget_bytes =
@@ -460,7 +471,8 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
   int64_t found = 0;
   bool has_version = !doc.get(object) && !object["schema_version"].get(found);
   ReportReader reader(source, readable_schema_version(source, has_version ? std::optional(found) : std::nullopt));
-  std::vector<std::string_view> keys = {"schema_version", "tool", "root", "shard", "timing_columns", "runs", "totals", "rows"};
+  std::vector<std::string_view> keys = {"schema_version", "tool", "root",   "shard",
+                                        "timing_columns", "runs", "totals", "rows"};
   if (reader.version() >= 4) keys.push_back("plan");
   auto members = reader.members(doc, "", keys);
   Report report;
@@ -481,7 +493,8 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
   if (reader.version() >= 4) {
     simdjson::dom::element plan = reader.required(members, "plan", "");
     if (!plan.is_null())
-      report.plan = read_plan(reader, reader.members(plan, "plan", {"digest", "count", "iterations"}), "plan", report.shard);
+      report.plan =
+          read_plan(reader, reader.members(plan, "plan", {"digest", "count", "iterations"}), "plan", report.shard);
   }
 
   simdjson::dom::array names;
@@ -492,12 +505,14 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
   simdjson::dom::array runs;
   if (reader.required(members, "runs", "").get(runs)) reader.fail("runs", "expected an array");
   size_t n = 0;
-  for (simdjson::dom::element item : runs) report.runs.push_back(read_run(reader, item, "runs[" + std::to_string(n++) + "]"));
+  for (simdjson::dom::element item : runs)
+    report.runs.push_back(read_run(reader, item, "runs[" + std::to_string(n++) + "]"));
 
   simdjson::dom::array rows;
   if (reader.required(members, "rows", "").get(rows)) reader.fail("rows", "expected an array");
   n = 0;
-  for (simdjson::dom::element item : rows) report.rows.push_back(read_row(reader, item, "rows[" + std::to_string(n++) + "]"));
+  for (simdjson::dom::element item : rows)
+    report.rows.push_back(read_row(reader, item, "rows[" + std::to_string(n++) + "]"));
   simdjson::dom::element totals = reader.required(members, "totals", "");
   if (verify_agreement)
     check_totals(reader, totals, report.rows);

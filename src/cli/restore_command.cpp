@@ -26,7 +26,8 @@ fs::path default_restore_output(const fs::path& compacted, std::optional<int64_t
     }
   if (extension.empty()) extension = ".json.gz";
   static const std::string kCompacted = "_compacted";
-  if (name.size() > kCompacted.size() && name.compare(name.size() - kCompacted.size(), std::string::npos, kCompacted) == 0)
+  if (name.size() > kCompacted.size() &&
+      name.compare(name.size() - kCompacted.size(), std::string::npos, kCompacted) == 0)
     name.resize(name.size() - kCompacted.size());
   if (rank) name += "_rank" + std::to_string(*rank);
   return compacted.parent_path() / (name + "_restored" + extension);

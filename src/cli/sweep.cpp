@@ -26,7 +26,8 @@ namespace tracelane::cli {
 
 namespace {
 
-const CommandLine kSweepLine{"sweep", "usage: tracelane sweep ROOT [options]\n", "usage: tracelane sweep ROOT [options]\n"};
+const CommandLine kSweepLine{"sweep", "usage: tracelane sweep ROOT [options]\n",
+                             "usage: tracelane sweep ROOT [options]\n"};
 
 int usage_error(const std::string& message) { return cli::usage_error(kSweepLine, message); }
 
@@ -87,7 +88,8 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
       "budget for trace data in flight, e.g. 512M, 4G (default: half the memory of the machine or job)")(
       "overwrite", po::bool_switch(&options.overwrite), "redo outputs that are up to date")(
       "force", po::bool_switch(&force), "compact traces that are already laned (SPEC 9.8)")(
-      "rules", po::value(&shared.rules_file), "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
+      "rules", po::value(&shared.rules_file),
+      "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "no-restore-data", po::bool_switch(&shared.no_restore_data),
       "leave out what `tracelane restore` needs to write the originals back")(
       "single-gzip-member", po::bool_switch(&shared.single_gzip_member),
@@ -98,7 +100,8 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
       "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
       "shard", po::value(&shard), "K/N: process the iteration directories at sorted positions p with p % N == K")(
-      "plan", po::value(&plan), "split the list of iteration directories in FILE (--write-plan), not the one ROOT's walk finds")(
+      "plan", po::value(&plan),
+      "split the list of iteration directories in FILE (--write-plan), not the one ROOT's walk finds")(
       "write-plan", po::value(&options.write_plan),
       "write ROOT's list of iteration directories to FILE for the shards of one job array, and stop")(
       "level", po::value(&shared.level)->default_value(kDefaultLevel), "gzip level, 0 to 12 (libdeflate's scale)");
@@ -137,8 +140,9 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
   if (!level_in_range(options.job.level)) return usage_error("--level must be between 0 and 12");
   if (!options.write_plan.empty()) {
     if (options.shard || !plan.empty() || options.dry_run || options.remove_originals || !report_dir.empty())
-      return usage_error("--write-plan only writes the plan: not with --shard, --plan, --dry-run, --remove-originals "
-                         "or --report-dir (run the shards with --plan FILE)");
+      return usage_error(
+          "--write-plan only writes the plan: not with --shard, --plan, --dry-run, --remove-originals "
+          "or --report-dir (run the shards with --plan FILE)");
     try {
       guard_output(options.write_plan, {}, true);
     } catch (const OutputRefused& e) {
@@ -202,7 +206,8 @@ std::vector<OriginalFile> original_files(const SweepPlan& plan, const Discovery&
       file.refusal = refusal;
       // Up to date, but read again for the merge and found changed since discovery: the
       // copy was made from the file as it was, not as it is.
-      if (!file.refusal && !dry_run && !task.write_output && task.process && !(task.read_identity == task.file->identity))
+      if (!file.refusal && !dry_run && !task.write_output && task.process &&
+          !(task.read_identity == task.file->identity))
         file.refusal = "changed since its compacted copy was made";
       files.push_back(std::move(file));
     }
@@ -231,16 +236,16 @@ std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& optio
   size_t i = 0;
   for (const auto& iteration : plan.iterations)
     for (size_t r : iteration->ranks)
-      plan.ranks[r]->row.set("original", plan.ranks[r]->file->from_copy ? std::string("removed")
-                                                                          : original_cell(verdicts[i++]));
+      plan.ranks[r]->row.set("original",
+                             plan.ranks[r]->file->from_copy ? std::string("removed") : original_cell(verdicts[i++]));
   return verdicts;
 }
 
 // The report of the run: the rows of the graph, the plan's problems (plan_sweep gives the
 // whole tree's to shard 0 only) and, from shard 0 only, discovery's problems (they belong
 // to the whole tree: a combined report lists each once); and the plan the shard took.
-Report make_report(const SweepOptions& options, std::vector<Row> rows, const Discovery& discovery, const SweepPlan& plan,
-                   double wall_seconds) {
+Report make_report(const SweepOptions& options, std::vector<Row> rows, const Discovery& discovery,
+                   const SweepPlan& plan, double wall_seconds) {
   for (const DiscoveryProblem& problem : plan.plan_problems) {
     Row row(RowKind::problem);
     row.set("dir", problem.rel)

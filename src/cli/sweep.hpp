@@ -15,4 +15,3 @@
 #include "discovery.hpp"
 #include "memory_budget.hpp"
 #include "sweep_plan.hpp"
-

@@ -29,11 +29,11 @@
 
 #include <malloc.h>
 
+#include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/task_arena.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <oneapi/tbb/flow_graph.h>
-#include <oneapi/tbb/task_arena.h>
 #include <string>
 #include <tuple>
 
@@ -57,7 +57,8 @@ constexpr int kMaxRequeues = 16;
 
 class Sweep {
  public:
-  Sweep(const SweepOptions& options, SweepPlan& plan) : options_(options), ranks_(plan.ranks), iterations_(plan.iterations) {}
+  Sweep(const SweepOptions& options, SweepPlan& plan)
+      : options_(options), ranks_(plan.ranks), iterations_(plan.iterations) {}
 
   // Runs the graph over the plan's tasks. It returns nothing: each rank task's row and each
   // iteration's merge row is filled in place (plan_rows collects and sorts them afterwards).
@@ -133,9 +134,8 @@ class Sweep {
     flow::function_node<size_t, size_t> load(graph, flow::unlimited, [&](size_t id) { return load_parse(id); });
     flow::function_node<size_t, size_t> compact(graph, flow::unlimited, [&](size_t id) { return compact_rank(id); });
     flow::function_node<size_t, size_t> write(graph, flow::unlimited, [&](size_t id) { return write_rank(id); });
-    CollectNode collect(graph, flow::unlimited, [&](size_t id, CollectNode::output_ports_type& ports) {
-      collect_rank(id, ports);
-    });
+    CollectNode collect(graph, flow::unlimited,
+                        [&](size_t id, CollectNode::output_ports_type& ports) { collect_rank(id, ports); });
     flow::function_node<size_t, AdmitMessage> merge(graph, flow::unlimited, [&](size_t iteration) {
       merge_iteration(iteration);
       return AdmitMessage{AdmitMessage::group_done, iteration};
@@ -172,7 +172,8 @@ class Sweep {
   void mark_not_done() {
     auto has_status = [](const Row& row) { return !std::holds_alternative<std::monostate>(row.get("status")); };
     for (auto& task : ranks_)
-      if (task->process && !has_status(task->row)) task->row.set("status", std::string("failed")).set("error", not_done(task->file->path));
+      if (task->process && !has_status(task->row))
+        task->row.set("status", std::string("failed")).set("error", not_done(task->file->path));
     for (auto& iteration : iterations_)
       if (iteration->merge && !has_status(iteration->merge_row))
         iteration->merge_row.set("status", std::string("failed")).set("error", not_done(iteration->dir->dir));
@@ -257,8 +258,8 @@ class Sweep {
       // Only a row whose output this run writes gets figures computed (a skipped one has its
       // output's, mark_skipped).
       if (task.write_output)
-        task.row.figures = figures_step(*task.compacted, options_.job, int64_t(task.file->rank),
-                                        task.compacted->summary.pp_rank);
+        task.row.figures =
+            figures_step(*task.compacted, options_.job, int64_t(task.file->rank), task.compacted->summary.pp_rank);
     } catch (...) {
       fail(task, describe_exception(task.file->path));
     }
@@ -273,8 +274,8 @@ class Sweep {
         // Written before the merge, which renumbers the trace in place.
         Row done = task.row;  // the row only once the output is in place
         write_output_step(task.output, compacted_text(*task.compacted), true,
-                          {{task.file->path.filename().string(), task.read_identity, task.file->path}}, recipe_, options_.job,
-                          [&](uint64_t output_bytes) {
+                          {{task.file->path.filename().string(), task.read_identity, task.file->path}}, recipe_,
+                          options_.job, [&](uint64_t output_bytes) {
                             done.set("output_bytes", int64_t(output_bytes)).set("status", std::string("ok"));
                             return OutputRecords{row_record(done), figures_record(done)};
                           });
@@ -303,7 +304,8 @@ class Sweep {
     // The last rank of the iteration: every sibling has finished (acquire by the RMW).
     std::string failed_files, laned_files;
     for (size_t r : iteration.ranks) {
-      if (ranks_[r]->failed) failed_files += (failed_files.empty() ? "" : ", ") + ranks_[r]->file->path.filename().string();
+      if (ranks_[r]->failed)
+        failed_files += (failed_files.empty() ? "" : ", ") + ranks_[r]->file->path.filename().string();
       if (ranks_[r]->already_laned)
         laned_files += (laned_files.empty() ? "" : ", ") + ranks_[r]->file->path.filename().string();
     }
@@ -319,8 +321,9 @@ class Sweep {
       return;
     }
     iteration.merge_row.set("status", std::string("failed"))
-        .set("error", stop_requested() ? not_done(iteration.dir->dir)
-                                       : iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
+        .set("error", stop_requested()
+                          ? not_done(iteration.dir->dir)
+                          : iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
     std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::group_done, iteration.index});
   }
 

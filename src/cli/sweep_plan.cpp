@@ -196,7 +196,6 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
   return plan;
 }
 
-
 std::vector<Row> plan_rows(const SweepPlan& plan) {
   std::vector<Row> rows;
   for (const auto& task : plan.ranks) rows.push_back(task->row);
@@ -217,8 +216,8 @@ void print_plan(const SweepPlan& plan) {
     for (size_t index : iteration->ranks) {
       const RankTask& task = *plan.ranks[index];
       if (task.write_output)
-        std::cout << "compact " << rel_file(task, task.file->path) << " -> " << printable(task.output.filename().string())
-                  << "\n";
+        std::cout << "compact " << rel_file(task, task.file->path) << " -> "
+                  << printable(task.output.filename().string()) << "\n";
       else if (task.process && task.file->from_copy)
         std::cout << "restore " << rel_file(task, task.file->path) << " (its rank file is gone; needed by the merge)\n";
       else if (task.process)
@@ -275,8 +274,7 @@ void remove_stale_temporaries(const SweepPlan& plan) {
     if (listing) ::closedir(listing);
     for (const std::string& name : stale) {
       struct stat st {};
-      if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-          st.st_uid == ::geteuid())
+      if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
         (void)::unlinkat(fd, name.c_str(), 0);
     }
     ::close(fd);

@@ -5,8 +5,8 @@
 // (sweep_graph.hpp) leave for the next one.
 #pragma once
 
-#include <boost/filesystem.hpp>
 #include <atomic>
+#include <boost/filesystem.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -73,10 +73,10 @@ struct RankTask {
   Row row{RowKind::file};
 
   std::chrono::steady_clock::time_point started;
-  uint64_t estimate = 0;        // uncompressed bytes admitted; raised when the read finds more
-  bool requeued = false;        // the read found more than admitted: back to the budget
+  uint64_t estimate = 0;  // uncompressed bytes admitted; raised when the read finds more
+  bool requeued = false;  // the read found more than admitted: back to the budget
   int requeues = 0;
-  FileIdentity read_identity;   // the file as read (recorded with the outputs made from it)
+  FileIdentity read_identity;  // the file as read (recorded with the outputs made from it)
   std::optional<Trace> trace;
   std::optional<CompactedTrace> compacted;
   bool failed = false;

@@ -31,8 +31,7 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
   return job;
 }
 
-std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read,
-                      const JobOptions& job) {
+std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job) {
   Timings::Scope scope(job.timings, "read");
   return read_trace_bytes(input, &identity, read);
 }
@@ -40,8 +39,9 @@ std::string read_step(const fs::path& input, FileIdentity& identity, const ReadO
 std::string original_text_from_copy(std::string copy_text, const std::string& copy, uint64_t max_bytes) {
   std::vector<RestoreRecordInfo> records = list_restore_records(copy_text, copy);
   if (records.empty())
-    throw Error(copy + ": its rank file is gone and it holds no restore data (--no-restore-data): the merge cannot "
-                       "include this rank");
+    throw Error(copy +
+                ": its rank file is gone and it holds no restore data (--no-restore-data): the merge cannot "
+                "include this rank");
   if (records.size() != 1)
     throw Error(copy + ": holds " + std::to_string(records.size()) + " restore records, not the one of a rank");
   if (records[0].original_bytes > max_bytes)
@@ -70,8 +70,7 @@ void print_already_laned(const fs::path& input, const std::string& reason, const
   summary.set("status", JsonValue::string("already laned"));
   summary.set("reason", JsonValue::string(reason));
   std::cout << summary.dump(2) << std::endl;
-  print_error(input.string() + ": already laned (" + reason + "); nothing written (--force " + force_does +
-              " anyway)");
+  print_error(input.string() + ": already laned (" + reason + "); nothing written (--force " + force_does + " anyway)");
 }
 
 void mark_already_laned(Row& row, const std::string& reason) {
@@ -103,12 +102,12 @@ OutputEncoding encoding_for(const fs::path& output, const JobOptions& job) {
 }
 
 uint64_t write_output_step(const fs::path& output, const TraceText& text, bool overwrite,
-                           const std::vector<NamedIdentity>& inputs, std::string_view recipe,
-                           const JobOptions& job, const RecordsOf& records) {
+                           const std::vector<NamedIdentity>& inputs, std::string_view recipe, const JobOptions& job,
+                           const RecordsOf& records) {
   Timings::Scope scope(job.timings, "write (serialise, compress)");
   AtomicOutput file(output, inputs);
-  uint64_t bytes = write_trace_text(text, encoding_for(output, job), [&](std::string_view piece) { file.write(piece); },
-                                    job.timings);
+  uint64_t bytes = write_trace_text(
+      text, encoding_for(output, job), [&](std::string_view piece) { file.write(piece); }, job.timings);
   OutputRecords stored;
   if (records) stored = records(bytes);
   file.commit(overwrite, stored.row, recipe, stored.figures);
@@ -132,7 +131,8 @@ void fill_merge_row(Row& row, const MergeSummary& summary) {
   std::vector<std::pair<int, int64_t>> order = summary.pp_ranks;
   std::sort(order.begin(), order.end());
   std::string pp_order;
-  for (const auto& [pp_rank, global_rank] : order) pp_order += (pp_order.empty() ? "" : " ") + std::to_string(global_rank);
+  for (const auto& [pp_rank, global_rank] : order)
+    pp_order += (pp_order.empty() ? "" : " ") + std::to_string(global_rank);
   row.set("pp_order", pp_order).set("pp_order_source", summary.pp_order_source);
   row.set("time_alignment", summary.time_alignment);
   for (const auto& [key, value] : pp_count_fields(summary.pp, true)) row.set(key, int64_t(value));
@@ -140,7 +140,8 @@ void fill_merge_row(Row& row, const MergeSummary& summary) {
 
 JsonValue compact_summary_json(const fs::path& input, const fs::path& output, const CompactSummary& summary,
                                const GpuFigures& figures) {
-  JsonValue json = with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(summary, true));
+  JsonValue json =
+      with_input_output(JsonValue::string(input.string()), output.string(), compaction_summary(summary, true));
   add_figures_json(json, figures);
   return json;
 }
@@ -157,8 +158,8 @@ MergedOutput merge_and_write(std::vector<MergeInput> ranks, const std::vector<Na
     std::optional<AtomicOutput> file;
     merged = merge_ranks(std::move(ranks), job.rules, job.timings, [&](const TraceText& text) {
       file.emplace(output, inputs);
-      out.output_bytes = write_trace_text(text, encoding_for(output, job),
-                                          [&](std::string_view piece) { file->write(piece); }, job.timings);
+      out.output_bytes = write_trace_text(
+          text, encoding_for(output, job), [&](std::string_view piece) { file->write(piece); }, job.timings);
     });
     out.summary = std::move(merged.summary);
     out.figures = std::move(merged.figures);

@@ -26,13 +26,13 @@
 #include "options.hpp"
 #include "report.hpp"
 #include "tracelane/compact.hpp"
-#include "tracelane/gzip.hpp"
 #include "tracelane/figures.hpp"
+#include "tracelane/gzip.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/merge.hpp"
 #include "tracelane/timings.hpp"
-#include "tracelane/trace_output.hpp"
 #include "tracelane/trace.hpp"
+#include "tracelane/trace_output.hpp"
 
 namespace tracelane::cli {
 
@@ -48,7 +48,7 @@ struct JobOptions {
   // Input bytes per gzip member of a .gz output, compressed concurrently (gzip.hpp);
   // 0: one member (--single-gzip-member).
   size_t gzip_member_bytes = kGzipMemberBytes;
-  Timings* timings = nullptr;    // --timings; null when jobs run concurrently (sweep)
+  Timings* timings = nullptr;  // --timings; null when jobs run concurrently (sweep)
 
   // The one place CompactOptions are made from the command's options. `pp_flows`: the
   // single-trace PP arrows (merge leaves them out; a merged output carries its own).
@@ -63,8 +63,7 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
 // Read: the file's bytes, decompressed, with the identity of the file read. The caller
 // has put the output's name through guard_output first (files.hpp), each command where
 // its refusals belong (compact: before --preview's; sweep: in the rank's row).
-std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read,
-                      const JobOptions& job);
+std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job);
 // A rank whose file is gone, read from its compacted copy (`copy_text`, decompressed): the
 // text of the original the copy's one restore record gives back, decompressed when the
 // original was gzip. Throws Error naming the copy (no restore data, several records,
@@ -109,8 +108,8 @@ OutputEncoding encoding_for(const fs::path& output, const JobOptions& job);
 // ready, which is put in place, with the inputs as read, the recipe and `records`, only
 // once whole (files.hpp AtomicOutput); on any failure it is removed. Returns the size.
 uint64_t write_output_step(const fs::path& output, const TraceText& text, bool overwrite,
-                           const std::vector<NamedIdentity>& inputs, std::string_view recipe,
-                           const JobOptions& job, const RecordsOf& records = {});
+                           const std::vector<NamedIdentity>& inputs, std::string_view recipe, const JobOptions& job,
+                           const RecordsOf& records = {});
 
 // The summary: a sweep row's numbers, and compact's JSON on stdout.
 void fill_compact_row(Row& row, const CompactSummary& summary);

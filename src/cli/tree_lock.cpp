@@ -43,8 +43,8 @@ struct LockFile {
   bool created = false, writable = false;
   struct stat st {};
 };
-TreeLock::Outcome open_lock_file(const std::string& path, LockFile& file, std::string& message,
-                                 const char* consequence, const char* remove_to) {
+TreeLock::Outcome open_lock_file(const std::string& path, LockFile& file, std::string& message, const char* consequence,
+                                 const char* remove_to) {
   const int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
   file.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | flags, 0644);
   if (file.fd >= 0) {

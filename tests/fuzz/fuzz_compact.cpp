@@ -120,8 +120,10 @@ void merge_two(std::string_view a, std::string_view b) {
     std::string json_a = decode(a, "rank0_trace.json"), json_b = decode(b, "rank1_trace.json");
     bool input_valid = valid_json(json_a) && valid_json(json_b);
     std::vector<tracelane::MergeInput> inputs;
-    inputs.push_back({"rank0_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_a, "rank0_trace.json"), options)});
-    inputs.push_back({"rank1_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_b, "rank1_trace.json"), options)});
+    inputs.push_back(
+        {"rank0_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_a, "rank0_trace.json"), options)});
+    inputs.push_back(
+        {"rank1_trace.json", tracelane::compact_trace(tracelane::parse_trace(json_b, "rank1_trace.json"), options)});
     std::string merged = tracelane::merge_ranks(std::move(inputs)).json;
     expect_valid_json(merged, input_valid, "merge");
     auto records = tracelane::list_restore_records(merged, "fuzz_out.json");

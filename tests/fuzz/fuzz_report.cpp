@@ -76,7 +76,8 @@ void check_page(std::string_view bytes) {
   try {
     page = report_html(bytes, "fuzz.json", "/data/pages");
   } catch (const tracelane::Error& e) {
-    if (std::string(e.what()).rfind("fuzz.json: ", 0) != 0) fail("a page error that does not start with the file", e.what());
+    if (std::string(e.what()).rfind("fuzz.json: ", 0) != 0)
+      fail("a page error that does not start with the file", e.what());
     return;
   }
   expect_utf8(page, "report_html");
@@ -200,7 +201,8 @@ void check_shards(const Report& report, std::string_view bytes, bool read_strict
   Combined joined = combine_reports(shards);
   if (non_problem_rows(joined.report) != non_problem_rows(reference.report))
     fail("shards combine into other rows than their report", non_problem_rows(joined.report));
-  if (joined.problems.size() != reference.problems.size() || joined.report.plan.has_value() != reference.report.plan.has_value())
+  if (joined.problems.size() != reference.problems.size() ||
+      joined.report.plan.has_value() != reference.report.plan.has_value())
     fail("shards combine with other problems than their report", joined.problems.empty() ? "" : joined.problems[0]);
 
   if (!change_shards(shards, hash)) return;

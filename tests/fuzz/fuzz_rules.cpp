@@ -101,8 +101,8 @@ std::string trace_of(const std::vector<std::string>& names) {
     std::string s = std::to_string(stream), t = std::to_string(ts);
     events += R"(, {"ph": "X", "cat": "gpu_user_annotation", "name": )" + quoted + R"(, "pid": 0, "tid": )" + s +
               R"(, "ts": )" + t + R"(, "dur": 10, "args": {}})";
-    events += R"(, {"ph": "X", "cat": "kernel", "name": )" + quoted + R"(, "pid": 0, "tid": )" + s +
-              R"(, "ts": )" + std::to_string(ts + 1) + R"(, "dur": 5, "args": {"stream": )" + s + "}}";
+    events += R"(, {"ph": "X", "cat": "kernel", "name": )" + quoted + R"(, "pid": 0, "tid": )" + s + R"(, "ts": )" +
+              std::to_string(ts + 1) + R"(, "dur": 5, "args": {"stream": )" + s + "}}";
     ts += 3;  // overlapping: several lanes per group
     stream = 7 + (stream - 6) % 5;
   }
@@ -139,9 +139,12 @@ void exercise(const tracelane::Rules& rules, const std::vector<std::string>& nam
     expect_valid_json(tracelane::write_compacted(compacted), "compact with these rules wrote invalid JSON");
     options.pp_flows = false;
     std::vector<tracelane::MergeInput> inputs;
-    inputs.push_back({"rank0_trace.json", tracelane::compact_trace(tracelane::parse_trace(json, "rank0_trace.json"), options)});
-    inputs.push_back({"rank1_trace.json", tracelane::compact_trace(tracelane::parse_trace(json, "rank1_trace.json"), options)});
-    expect_valid_json(tracelane::merge_ranks(std::move(inputs), &rules).json, "merge with these rules wrote invalid JSON");
+    inputs.push_back(
+        {"rank0_trace.json", tracelane::compact_trace(tracelane::parse_trace(json, "rank0_trace.json"), options)});
+    inputs.push_back(
+        {"rank1_trace.json", tracelane::compact_trace(tracelane::parse_trace(json, "rank1_trace.json"), options)});
+    expect_valid_json(tracelane::merge_ranks(std::move(inputs), &rules).json,
+                      "merge with these rules wrote invalid JSON");
   } catch (const tracelane::Error&) {
     // A name the trace cannot hold is fine; the rules' own checks came first.
   }
@@ -160,7 +163,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     rules = tracelane::Rules::parse(rules_text, "fuzz_rules.json");
   } catch (const tracelane::Error& e) {
-    if (std::string_view(e.what()).rfind("fuzz_rules.json: ", 0) != 0) bug("an error that does not name the file", e.what());
+    if (std::string_view(e.what()).rfind("fuzz_rules.json: ", 0) != 0)
+      bug("an error that does not name the file", e.what());
     return 0;
   }
   // Names: ordinary ones, PP annotations, odd bytes, long ones (backtracking engines

@@ -28,9 +28,9 @@ size_t position_of(const Output& out, std::string_view name) {
 
 TEST(CoalesceAnnotations, TouchingIdenticalAnnotationsFromTwoStreamsBecomeOne) {
   auto result = compact_text(trace_json(with(one_lane_two_streams(), {
-                                                                          annotation(0, 7, "0", "10", "fwd"),
-                                                                          annotation(0, 8, "10", "10", "fwd"),
-                                                                      })));
+                                                                         annotation(0, 7, "0", "10", "fwd"),
+                                                                         annotation(0, 8, "10", "10", "fwd"),
+                                                                     })));
   ASSERT_EQ(result.lanes.size(), 1u);
   EXPECT_EQ(result.summary.gpu_annotations_mapped, 2u);
   EXPECT_EQ(result.summary.gpu_annotations_coalesced, 1u);
@@ -43,10 +43,11 @@ TEST(CoalesceAnnotations, TouchingIdenticalAnnotationsFromTwoStreamsBecomeOne) {
 }
 
 TEST(CoalesceAnnotations, AnnotationsWithDifferentArgsStaySeparate) {
-  auto result = compact_text(trace_json(with(one_lane_two_streams(), {
-                                                                          annotation(0, 7, "0", "10", "fwd", R"({"a": 1})"),
-                                                                          annotation(0, 8, "5", "10", "fwd", R"({"a": 2})"),
-                                                                      })));
+  auto result =
+      compact_text(trace_json(with(one_lane_two_streams(), {
+                                                               annotation(0, 7, "0", "10", "fwd", R"({"a": 1})"),
+                                                               annotation(0, 8, "5", "10", "fwd", R"({"a": 2})"),
+                                                           })));
   EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
   EXPECT_EQ(result.summary.gpu_annotations_retained, 2u);
   EXPECT_EQ(Output(write_compacted(result)).named("fwd").size(), 2u);
@@ -54,18 +55,18 @@ TEST(CoalesceAnnotations, AnnotationsWithDifferentArgsStaySeparate) {
 
 TEST(CoalesceAnnotations, AnnotationsWithDifferentNamesStaySeparate) {
   auto result = compact_text(trace_json(with(one_lane_two_streams(), {
-                                                                          annotation(0, 7, "0", "10", "fwd"),
-                                                                          annotation(0, 8, "5", "10", "bwd"),
-                                                                      })));
+                                                                         annotation(0, 7, "0", "10", "fwd"),
+                                                                         annotation(0, 8, "5", "10", "bwd"),
+                                                                     })));
   EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
   EXPECT_EQ(result.summary.gpu_annotations_retained, 2u);
 }
 
 TEST(CoalesceAnnotations, IdenticalAnnotationsWithAGapStaySeparate) {
   auto result = compact_text(trace_json(with(one_lane_two_streams(), {
-                                                                          annotation(0, 7, "0", "9.999", "fwd"),
-                                                                          annotation(0, 8, "10", "10", "fwd"),
-                                                                      })));
+                                                                         annotation(0, 7, "0", "9.999", "fwd"),
+                                                                         annotation(0, 8, "10", "10", "fwd"),
+                                                                     })));
   EXPECT_EQ(result.summary.gpu_annotations_coalesced, 0u);
   EXPECT_EQ(Output(write_compacted(result)).named("fwd").size(), 2u);
 }
@@ -270,7 +271,7 @@ namespace {
 struct Meta {
   std::string name;
   int64_t tid;
-  std::string label;  // thread_name's args.name
+  std::string label;   // thread_name's args.name
   int64_t sort_index;  // thread_sort_index's args.sort_index
 };
 
@@ -303,18 +304,19 @@ TEST(LaneMetadata, EachLaneGetsANameAndASortIndexAndAnnotatedTracksSortDirectlyA
   EXPECT_EQ(Output::int_of(out.one("on_compute_2"), "tid"), compute2_annotations);
   EXPECT_EQ(Output::int_of(out.one("on_memcpy"), "tid"), memcpy_annotations);
   std::vector<Meta> metas = thread_metadata(out);
-  std::vector<std::tuple<std::string, int64_t, std::string, int64_t>> got, want = {
-                                                                               {"thread_name", compute1, "Compute 1", -1},
-                                                                               {"thread_sort_index", compute1, "", 0},
-                                                                               {"thread_name", compute2_annotations, "Compute 2 annotations", -1},
-                                                                               {"thread_sort_index", compute2_annotations, "", 1},
-                                                                               {"thread_name", compute2, "Compute 2", -1},
-                                                                               {"thread_sort_index", compute2, "", 2},
-                                                                               {"thread_name", memcpy_annotations, "GPU memcpy annotations", -1},
-                                                                               {"thread_sort_index", memcpy_annotations, "", 3},
-                                                                               {"thread_name", memcpy, "GPU memcpy", -1},
-                                                                               {"thread_sort_index", memcpy, "", 4},
-                                                                           };
+  std::vector<std::tuple<std::string, int64_t, std::string, int64_t>> got,
+      want = {
+          {"thread_name", compute1, "Compute 1", -1},
+          {"thread_sort_index", compute1, "", 0},
+          {"thread_name", compute2_annotations, "Compute 2 annotations", -1},
+          {"thread_sort_index", compute2_annotations, "", 1},
+          {"thread_name", compute2, "Compute 2", -1},
+          {"thread_sort_index", compute2, "", 2},
+          {"thread_name", memcpy_annotations, "GPU memcpy annotations", -1},
+          {"thread_sort_index", memcpy_annotations, "", 3},
+          {"thread_name", memcpy, "GPU memcpy", -1},
+          {"thread_sort_index", memcpy, "", 4},
+      };
   for (const auto& m : metas) got.emplace_back(m.name, m.tid, m.label, m.sort_index);
   EXPECT_EQ(got, want);
 }

@@ -129,7 +129,7 @@ std::string rich_trace() {
   events.push_back("{}");
   events.push_back(R"(  {  "ph" : "i" , "name":"spaced" ,"pid":1,"tid":"str\"ing","ts":5e0, "s": "t"}   )");
   events.push_back(slice_event("cuda_sync", "Stream Sync", 0, 7, "1300", "2"));
-  return trace_json(events, R"("before": {"x": [1, 2, "traceEvents"]}, "tr\u0061ce": "\"")") ;
+  return trace_json(events, R"("before": {"x": [1, 2, "traceEvents"]}, "tr\u0061ce": "\"")");
 }
 
 TEST(BigTrace, ExampleTraceMatchesAtEveryLimit) {
@@ -148,8 +148,8 @@ TEST(BigTrace, RichTraceMatchesAtEveryLimit) {
 TEST(BigTrace, TopLevelKeysBeforeAndAfterTraceEvents) {
   std::string events = "[" + kernel(0, 7, "1", "2") + ",\n" + kernel(0, 7, "3", "2", "b") + "]";
   std::string json = R"({"schemaVersion": 1, "deviceProperties": [{"name": "GPU \"0\""}],
-    "traceEvents": )" + events +
-                     R"(, "baseTimeNanoseconds": 1000, "trace\u0049d": "x", "displayTimeUnit": "ms"}  )";
+    "traceEvents": )" +
+                     events + R"(, "baseTimeNanoseconds": 1000, "trace\u0049d": "x", "displayTimeUnit": "ms"}  )";
   for (size_t limit : kLimits) expect_same_both_ways(json, limit);
   // traceEvents first, and last.
   expect_same_both_ways("{\"traceEvents\": " + events + ", \"schemaVersion\": 1}", 100);
@@ -167,7 +167,8 @@ TEST(BigTrace, EmptyAndSingleEventLists) {
 
 TEST(BigTrace, EventLargerThanTheLimitIsAChunkByItself) {
   std::string big_args = "\"blob\": \"" + std::string(5000, 'x') + "\"";
-  std::string json = trace_json({kernel(0, 7, "1", "2"), kernel(0, 7, "3", "2", "big", big_args), kernel(0, 7, "5", "2")});
+  std::string json =
+      trace_json({kernel(0, 7, "1", "2"), kernel(0, 7, "3", "2", "big", big_args), kernel(0, 7, "5", "2")});
   for (size_t limit : {size_t(1), size_t(200), size_t(1024), size_t(4096)}) expect_same_both_ways(json, limit);
 }
 
@@ -210,7 +211,8 @@ TEST(BigTrace, ErrorsMatchTheOneShotPath) {
   expect_same_error(with(10, "{\"ph\": [\"X\"}]"), limits);
   expect_same_error("[" + trace_json(events) + "]", limits);
   expect_same_error(trace_json(events, "\"traceEvents\": [{}]"), limits);
-  expect_same_error(R"({"schemaVersion": 1, "traceEvents": {"a": 1}, "pad": ")" + std::string(500, 'p') + "\"}", limits);
+  expect_same_error(R"({"schemaVersion": 1, "traceEvents": {"a": 1}, "pad": ")" + std::string(500, 'p') + "\"}",
+                    limits);
   expect_same_error(R"({"schemaVersion": 1, "pad": ")" + std::string(500, 'p') + "\"}", limits);
   // A top-level value after traceEvents with an error: its byte offset is in the whole document.
   {
@@ -246,7 +248,8 @@ TEST(BigTrace, CorpusMatchesWithOneMegabyteChunks) {
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(corpus)) {
     std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))) files.push_back(entry.path());
+    if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz")))
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());

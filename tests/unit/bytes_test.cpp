@@ -39,7 +39,8 @@ TEST(ByteFaithfulness, AMovedSliceWithStreamBeforeTidIsPatchedInPlace) {
 }
 
 TEST(ByteFaithfulness, OtherTopLevelKeysAreCarriedUnchanged) {
-  const std::string device = R"("deviceProperties": [ {"id": 0, "name": "NVIDIA H100",  "totalGlobalMem": 85000000000} ])";
+  const std::string device =
+      R"("deviceProperties": [ {"id": 0, "name": "NVIDIA H100",  "totalGlobalMem": 85000000000} ])";
   const std::string base = R"("baseTimeNanoseconds": 1683564902133354123)";
   auto out = compact_output(trace_json({kernel(0, 7, "10", "5")}, device + ", " + base));
   EXPECT_TRUE(out.contains(device)) << out.text;
@@ -50,8 +51,9 @@ TEST(ByteFaithfulness, OtherTopLevelKeysAreCarriedUnchanged) {
 TEST(ByteFaithfulness, EveryEventOfTheInputIsInTheOutputInOrder) {
   std::vector<std::string> cpu;
   for (int i = 0; i < 20; ++i)
-    cpu.push_back(R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(i) + R"(", "pid": 1, "tid": 2, "ts": )" +
-                  std::to_string(i) + R"(.)" + std::to_string(100 + i) + R"(, "dur": 0.5})");
+    cpu.push_back(R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(i) +
+                  R"(", "pid": 1, "tid": 2, "ts": )" + std::to_string(i) + R"(.)" + std::to_string(100 + i) +
+                  R"(, "dur": 0.5})");
   std::vector<std::string> events = cpu;
   events.push_back(kernel(0, 7, "10", "5"));
   auto out = compact_output(trace_json(events));

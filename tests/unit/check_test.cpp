@@ -60,8 +60,8 @@ CheckReport check_pair(const std::vector<std::string>& compacted) {
 }
 
 std::string annotation(int tid, const std::string& ts, const std::string& dur) {
-  return R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":)" + std::to_string(tid) +
-         R"(,"ts":)" + ts + R"(,"dur":)" + dur + R"(,"args":{}})";
+  return R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":)" + std::to_string(tid) + R"(,"ts":)" + ts +
+         R"(,"dur":)" + dur + R"(,"args":{}})";
 }
 
 }  // namespace
@@ -183,7 +183,8 @@ TEST(Check, ALostFlowFails) {
 
 TEST(Check, AChangedCpuEventFails) {
   auto events = compacted_events();
-  events[0] = R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":2}})";
+  events[0] =
+      R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":2}})";
   CheckReport report = check_pair(events);
   EXPECT_EQ(report.count(ViolationKind::missing_event), 1u);
   EXPECT_EQ(report.violation_count(), 1u) << format_report(report);
@@ -221,8 +222,9 @@ TEST(Check, InputThatIsNotATraceNamesTheFile) {
 // kernel's args): check reads them from their text like every other number.
 TEST(Check, NumbersBeyondA64BitIntegerOrADoubleAreReadFromTheirText) {
   auto with_big_numbers = [](std::vector<std::string> events, const std::string& big) {
-    events[0] = R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":)" +
-                big + R"(,"x":-1e400}})";
+    events[0] =
+        R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":10,"tid":10,"ts":100.5,"dur":20,"args":{"External id":)" +
+        big + R"(,"x":-1e400}})";
     events[2].replace(events[2].find(R"("correlation":2)"), 15, R"("correlation":18446744073709551616)");
     return events;
   };
@@ -272,8 +274,8 @@ TEST(Check, LoneSurrogateEscapesAreReadAndComparedAsWritten) {
 // and slices that touch in their decimals but overlap once rounded overlap.
 TEST(Check, LanesAreJudgedInNanosecondsRoundedAsPerfettoReadsThem) {
   auto kernel = [](const std::string& name, int tid, const std::string& ts, const std::string& dur) {
-    return R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":)" + std::to_string(tid) +
-           R"(,"ts":)" + ts + R"(,"dur":)" + dur + R"(,"args":{"stream":)" + std::to_string(tid) + "}}";
+    return R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":)" + std::to_string(tid) + R"(,"ts":)" +
+           ts + R"(,"dur":)" + dur + R"(,"args":{"stream":)" + std::to_string(tid) + "}}";
   };
   // a ends at 1000.0000004 us, 0.4 ps after b starts: both read as 1000000 ns.
   CheckReport report = check_traces(trace({kernel("a", 7, "999", "1.0000004"), kernel("b", 8, "1000", "1")}),

@@ -44,7 +44,9 @@ std::string where(const Trace& trace, std::string_view view) {
 }
 
 std::string id(const Id& id) { return std::to_string(int(id.kind)) + "/" + std::to_string(id.value); }
-std::string time(const Time& t) { return std::to_string(t.present) + std::to_string(t.numeric) + "/" + std::to_string(t.ns); }
+std::string time(const Time& t) {
+  return std::to_string(t.present) + std::to_string(t.numeric) + "/" + std::to_string(t.ns);
+}
 
 // Every field of every event as text, views as positions: two traces read from equal
 // documents describe themselves alike when they are the same.
@@ -58,11 +60,12 @@ std::vector<std::string> describe(const Trace& trace) {
                     top.replacement);
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const Event& e = trace.events[i];
-    std::string line = "#" + std::to_string(i) + " raw " + where(trace, e.raw) + " at " + std::to_string(trace.byte_offset(e)) +
-                       " ph " + where(trace, e.ph) + " cat " + where(trace, e.cat) + " name " + where(trace, e.name) +
-                       " pid " + id(e.pid) + " tid " + id(e.tid) + " id " + id(e.id) + " stream " + id(e.stream) +
-                       " ts " + time(e.ts) + " dur " + time(e.dur) + " arg_name " + where(trace, e.arg_name) +
-                       " args " + std::to_string(e.has_args) + std::to_string(e.has_original_stream) + " spans";
+    std::string line = "#" + std::to_string(i) + " raw " + where(trace, e.raw) + " at " +
+                       std::to_string(trace.byte_offset(e)) + " ph " + where(trace, e.ph) + " cat " +
+                       where(trace, e.cat) + " name " + where(trace, e.name) + " pid " + id(e.pid) + " tid " +
+                       id(e.tid) + " id " + id(e.id) + " stream " + id(e.stream) + " ts " + time(e.ts) + " dur " +
+                       time(e.dur) + " arg_name " + where(trace, e.arg_name) + " args " + std::to_string(e.has_args) +
+                       std::to_string(e.has_original_stream) + " spans";
     for (int f = 0; f < kFieldCount; ++f) {
       const Span span = e.span(Field(f));
       line += " " + std::to_string(span.offset) + "+" + std::to_string(span.length);
@@ -162,9 +165,8 @@ TEST(ConcurrentParse, ATraceAloneIsChunkedFromTwoThreadsOnOneBesideOthersFromFou
       std::string what = std::to_string(threads) + " threads" + (beside_others ? ", beside others" : ", alone");
       Timings timings;
       std::optional<Trace> trace;
-      tbb::task_arena(threads).execute([&] {
-        trace.emplace(parse_trace(json, "test.json", {.beside_others = beside_others}, &timings));
-      });
+      tbb::task_arena(threads).execute(
+          [&] { trace.emplace(parse_trace(json, "test.json", {.beside_others = beside_others}, &timings)); });
       expect_same(expected, *trace, what);
       bool scanned = std::any_of(timings.phases().begin(), timings.phases().end(),
                                  [](const Timings::Phase& phase) { return phase.name == "scan"; });
@@ -241,7 +243,8 @@ TEST(ConcurrentParse, CorpusIsTheSequentialTraceInEveryArena) {
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(shared) / "corpus")) {
     std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))) files.push_back(entry.path());
+    if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz")))
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());

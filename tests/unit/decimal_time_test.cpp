@@ -77,9 +77,7 @@ TEST(ParseUsAsNs, RejectsNumbersOutsideInt64Nanoseconds) {
   EXPECT_FALSE(ns_of("-1e30").has_value());
 }
 
-TEST(ParseUsAsNs, AcceptsTheMostNegativeNanosecond) {
-  EXPECT_EQ(ns_of("-9223372036854775.808"), INT64_MIN);
-}
+TEST(ParseUsAsNs, AcceptsTheMostNegativeNanosecond) { EXPECT_EQ(ns_of("-9223372036854775.808"), INT64_MIN); }
 
 TEST(ParseJsonInt, ReadsIntegersOnly) {
   EXPECT_EQ(int_of("42"), 42);

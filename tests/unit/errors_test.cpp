@@ -28,7 +28,8 @@ const std::string cpu_op = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "
 }  // namespace
 
 TEST(CompactErrors, AKernelWithoutArgsStreamNamesTheFileAndEvent) {
-  auto message = compact_error({cpu_op, R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {}})"});
+  auto message = compact_error(
+      {cpu_op, R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {}})"});
   EXPECT_TRUE(names(message, {"test.json", "event #1", "stream"}));
 }
 
@@ -38,8 +39,9 @@ TEST(CompactErrors, AKernelWithoutArgsAtAllIsAnError) {
 }
 
 TEST(CompactErrors, ATidThatDiffersFromArgsStreamIsAnError) {
-  auto message = compact_error({kernel(0, 7, "0", "1"), cpu_op,
-                                R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 8}})"});
+  auto message = compact_error(
+      {kernel(0, 7, "0", "1"), cpu_op,
+       R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 8}})"});
   EXPECT_TRUE(names(message, {"test.json", "event #2"}));
 }
 
@@ -49,26 +51,33 @@ TEST(CompactErrors, ANegativeDurationIsAnError) {
 }
 
 TEST(CompactErrors, AMemcpyWithoutTsIsAnError) {
-  auto message = compact_error({R"({"ph": "X", "cat": "gpu_memcpy", "name": "m", "pid": 0, "tid": 7, "dur": 1, "args": {"stream": 7}})"});
+  auto message = compact_error(
+      {R"({"ph": "X", "cat": "gpu_memcpy", "name": "m", "pid": 0, "tid": 7, "dur": 1, "args": {"stream": 7}})"});
   EXPECT_TRUE(names(message, {"test.json", "event #0", "ts"}));
 }
 
 TEST(CompactErrors, AKernelWithoutTsIsAnError) {
-  auto message = compact_error({cpu_op, cpu_op, cpu_op,
-                                R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 1, "args": {"stream": 7}})"});
+  auto message = compact_error(
+      {cpu_op, cpu_op, cpu_op,
+       R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 1, "args": {"stream": 7}})"});
   EXPECT_TRUE(names(message, {"test.json", "event #3", "ts"}));
 }
 
 TEST(CompactErrors, AKernelWithoutDurIsAnError) {
-  auto message = compact_error({R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "args": {"stream": 7}})"});
+  auto message = compact_error(
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "args": {"stream": 7}})"});
   EXPECT_TRUE(names(message, {"test.json", "event #0", "dur"}));
 }
 
 TEST(CompactErrors, AKernelWithoutPidOrTidIsAnError) {
-  EXPECT_TRUE(names(compact_error({R"({"ph": "X", "cat": "kernel", "name": "k", "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 7}})"}),
-                    {"test.json", "event #0"}));
-  EXPECT_TRUE(names(compact_error({R"({"ph": "X", "cat": "gpu_memset", "name": "k", "pid": 0, "ts": 1, "dur": 1, "args": {"stream": 7}})"}),
-                    {"test.json", "event #0"}));
+  EXPECT_TRUE(
+      names(compact_error(
+                {R"({"ph": "X", "cat": "kernel", "name": "k", "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 7}})"}),
+            {"test.json", "event #0"}));
+  EXPECT_TRUE(names(
+      compact_error(
+          {R"({"ph": "X", "cat": "gpu_memset", "name": "k", "pid": 0, "ts": 1, "dur": 1, "args": {"stream": 7}})"}),
+      {"test.json", "event #0"}));
 }
 
 TEST(CompactErrors, ATraceWithoutMeasuredSlicesIsAnError) {

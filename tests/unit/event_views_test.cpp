@@ -88,8 +88,8 @@ std::string trace_with_long_values(std::string& pid_text, std::string& tid_text,
   pid_text = R"({"blob": ")" + long_text(70000, 'p') + R"(}\"]", "n": [1, {"}": 2}]})";
   tid_text = "\"" + long_text(35000, 't') + R"(\"\\)" + long_text(35000, 'u') + "\"";
   name_text = "\"" + long_text(70000, 'n') + "\"";
-  return R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": )" + pid_text +
-         R"(, "tid": )" + tid_text + R"(, "ts": 1.5, "dur": 2, "args": {"name": )" + name_text + "}}]}";
+  return R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": )" + pid_text + R"(, "tid": )" +
+         tid_text + R"(, "ts": 1.5, "dur": 2, "args": {"name": )" + name_text + "}}]}";
 }
 
 TEST(EventSpans, ValuesOf64KiBOrMoreAreFoundAgainExactly) {

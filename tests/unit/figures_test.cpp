@@ -72,11 +72,12 @@ TEST(GpuFigures, TheWindowIsTheMeasuredSlicesAndSyncSlicesAreClippedToIt) {
 TEST(GpuFigures, OccupancyDigitsAreTheRoundedBusyShareOfEachBin) {
   // Window [0, 100] us: 100 bins of 1 us. Busy [0, 60], then half of bin 60 (rounds half up
   // to 4.5 -> 5), a quarter of bin 70 (2.25 -> 2), then [80, 100].
-  GpuFigures figures = figures_of({kernel(0, 7, "0", "60"), kernel(0, 7, "60.5", "0.5"), kernel(0, 7, "70", "0.25"),
-                                   kernel(0, 7, "80", "20")});
+  GpuFigures figures = figures_of(
+      {kernel(0, 7, "0", "60"), kernel(0, 7, "60.5", "0.5"), kernel(0, 7, "70", "0.25"), kernel(0, 7, "80", "20")});
   const TimelineStrip* compute = strip_of(figures, "compute");
   ASSERT_NE(compute, nullptr);
-  std::string expected = std::string(60, '9') + "5" + std::string(9, '0') + "2" + std::string(9, '0') + std::string(20, '9');
+  std::string expected =
+      std::string(60, '9') + "5" + std::string(9, '0') + "2" + std::string(9, '0') + std::string(20, '9');
   EXPECT_EQ(compute->occupancy, expected);
   EXPECT_EQ(compute->rank, 3);
   EXPECT_EQ(compute->pp_rank, 1);
@@ -118,8 +119,10 @@ TEST(GpuFigures, TwoRanksWithAKnownQuarterBubble) {
   ASSERT_EQ(figures.timeline.strips.size(), 6u);
   std::vector<std::pair<int64_t, std::string>> order;
   for (const TimelineStrip& strip : figures.timeline.strips) order.push_back({*strip.rank, strip.group});
-  EXPECT_EQ(order, (std::vector<std::pair<int64_t, std::string>>{
-                       {0, "compute"}, {0, "nccl_other"}, {1, "compute"}, {1, "nccl_other"}, {2, "compute"}, {2, "nccl_other"}}));
+  EXPECT_EQ(
+      order,
+      (std::vector<std::pair<int64_t, std::string>>{
+          {0, "compute"}, {0, "nccl_other"}, {1, "compute"}, {1, "nccl_other"}, {2, "compute"}, {2, "nccl_other"}}));
   EXPECT_EQ(strip_of(figures, "nccl_other", 0)->occupancy, std::string(100, '0'));
 }
 
@@ -165,9 +168,10 @@ Report report_of(std::vector<Row> rows) {
 }
 
 TEST(ReportFigures, AReportKeepsTheFiguresOfFileAndMergeRows) {
-  GpuFigures file = figures_of({kernel(0, 7, "1700000000000000.001", "40"), kernel(0, 7, "1700000000000060.001", "40")});
-  MergeResult merged = merge_of({rank_trace(0, {kernel(0, 7, "0", "15"), kernel(0, 7, "25", "15")}),
-                                 rank_trace(1, {kernel(0, 7, "10", "30")})});
+  GpuFigures file =
+      figures_of({kernel(0, 7, "1700000000000000.001", "40"), kernel(0, 7, "1700000000000060.001", "40")});
+  MergeResult merged = merge_of(
+      {rank_trace(0, {kernel(0, 7, "0", "15"), kernel(0, 7, "25", "15")}), rank_trace(1, {kernel(0, 7, "10", "30")})});
   std::string json = cli::report_json(report_of({ok_row(RowKind::file, file), ok_row(RowKind::merge, merged.figures)}));
   Report back = cli::parse_report_json(json, "report.json");
   ASSERT_EQ(back.rows.size(), 2u);
@@ -225,21 +229,25 @@ TEST(ReportFigures, EveryFigureIsValidatedWhenRead) {
   GpuFigures file = figures_of({kernel(0, 7, "0", "40"), kernel(0, 7, "60", "40")});
   std::string json = cli::report_json(report_of({ok_row(RowKind::file, file)}));
   std::string digits(100, '9');
-  EXPECT_NE(reading_error(json, "\"compute\": 0.8000", "\"compute\": 1.5").find("rows[0].gpu_busy.compute: expected a number from 0 to 1"),
+  EXPECT_NE(reading_error(json, "\"compute\": 0.8000", "\"compute\": 1.5")
+                .find("rows[0].gpu_busy.compute: expected a number from 0 to 1"),
             std::string::npos);
-  EXPECT_NE(reading_error(json, "\"occupancy\": \"", "\"occupancy\": \"9").find("rows[0].timeline.strips[0].occupancy: expected 100 digits"),
+  EXPECT_NE(reading_error(json, "\"occupancy\": \"", "\"occupancy\": \"9")
+                .find("rows[0].timeline.strips[0].occupancy: expected 100 digits"),
             std::string::npos);
-  EXPECT_NE(reading_error(json, "\"occupancy\": \"9", "\"occupancy\": \"x").find("expected 100 digits"), std::string::npos);
+  EXPECT_NE(reading_error(json, "\"occupancy\": \"9", "\"occupancy\": \"x").find("expected 100 digits"),
+            std::string::npos);
   EXPECT_NE(reading_error(json, "\"bins\": 100", "\"bins\": 1000000").find("rows[0].timeline.bins"), std::string::npos);
-  EXPECT_NE(reading_error(json, "\"rank\": 3,\n", "\"rank\": -1,\n")
-                .find("rows[0].timeline.strips[0].rank"),
+  EXPECT_NE(reading_error(json, "\"rank\": 3,\n", "\"rank\": -1,\n").find("rows[0].timeline.strips[0].rank"),
             std::string::npos);
   EXPECT_NE(reading_error(json, "\"gpu_window_us\": 100", "\"gpu_window_us\": -1").find("rows[0].gpu_window_us"),
             std::string::npos);
-  EXPECT_NE(reading_error(json, "\"gpu_busy\": {", "\"bubble_fraction\": {}, \"gpu_busy\": {").find("rows[0].bubble_fraction: not a key of file rows"),
+  EXPECT_NE(reading_error(json, "\"gpu_busy\": {", "\"bubble_fraction\": {}, \"gpu_busy\": {")
+                .find("rows[0].bubble_fraction: not a key of file rows"),
             std::string::npos);
   // Skipped rows may keep the figures stored with their output (figures_record); failed ones have none.
-  EXPECT_NE(reading_error(json, "\"status\": \"ok\"", "\"status\": \"failed\"").find("GPU figures on a file row with status failed"),
+  EXPECT_NE(reading_error(json, "\"status\": \"ok\"", "\"status\": \"failed\"")
+                .find("GPU figures on a file row with status failed"),
             std::string::npos);
   EXPECT_NE(reading_error(json, "\"end_us\": 100", "\"end_us\": -5").find("rows[0].timeline.end_us: before start_us"),
             std::string::npos);

@@ -84,9 +84,11 @@ TEST(FuzzRegressions, TimesBeyondTheRangeAreRefused) {
   EXPECT_EQ(run_compact(with("1", "1e300"), &message), Outcome::error);
   EXPECT_NE(message.find("1e300 is beyond"), std::string::npos) << message;
   // A non-measured event with a huge ts is kept as it is (not numeric, not moved).
-  EXPECT_EQ(run_compact(trace_json({k7, R"({"ph":"i","name":"x","pid":0,"tid":7,"ts":1e300})",
-                                    R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"ts":-9e18,"dur":9e18,"args":{}})"})),
-            Outcome::ok);
+  EXPECT_EQ(
+      run_compact(trace_json(
+          {k7, R"({"ph":"i","name":"x","pid":0,"tid":7,"ts":1e300})",
+           R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"ts":-9e18,"dur":9e18,"args":{}})"})),
+      Outcome::ok);
 }
 
 // Base times far apart overflowed `base - common` (int64) and then every shifted ts.
@@ -96,7 +98,8 @@ TEST(FuzzRegressions, MergeOfBaseTimesFarApartIsRefused) {
             Outcome::error);
   EXPECT_NE(message.find("cannot align clocks"), std::string::npos) << message;
   // Within range, but a shifted ts would leave it.
-  std::string late = R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":2999999999999999,"dur":1,"args":{"stream":7}})";
+  std::string late =
+      R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":2999999999999999,"dur":1,"args":{"stream":7}})";
   EXPECT_EQ(run_merge(rank_doc(0, "0", k7), rank_doc(1, "2000000000000000000", late), &message), Outcome::error);
   EXPECT_NE(message.find("event #0"), std::string::npos) << message;
   EXPECT_EQ(run_merge(rank_doc(0, "0", k7), rank_doc(1, "2000000000000000000", k7)), Outcome::ok);
@@ -126,8 +129,10 @@ TEST(FuzzRegressions, NestingDeeperThan1024IsRefused) {
 // there (fuzz: "tidrank": 21E+20) was converted to int64 before its range was checked
 // (undefined behaviour; UBSan: "2.1e+21 is outside the range of representable values").
 TEST(FuzzRegressions, AnnotationKeyWithADoubleBeyondInt64) {
-  std::string a = R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"x":21E+20,"ts":1,"dur":2,"args":{"y":-1e300}})";
-  std::string b = R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"x":21E+20,"ts":2,"dur":2,"args":{"y":-1e300}})";
+  std::string a =
+      R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"x":21E+20,"ts":1,"dur":2,"args":{"y":-1e300}})";
+  std::string b =
+      R"({"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"x":21E+20,"ts":2,"dur":2,"args":{"y":-1e300}})";
   EXPECT_EQ(run_compact(trace_json({k7, a, b})), Outcome::ok);
   EXPECT_EQ(compact_text(trace_json({k7, a, b})).summary.gpu_annotations_coalesced, 1u);
 }
@@ -164,7 +169,8 @@ TEST(FuzzRegressions, MalformedValuesTracelaneDoesNotReadAreErrors) {
     EXPECT_EQ(run_compact(trace_json({with_args(bad)}), &message), Outcome::error) << bad;
     EXPECT_NE(message.find("invalid JSON in event #0"), std::string::npos) << message;
   }
-  std::string glued = R"({"ph":1.000"X","cat":"kernel","name":"a","pid":0,"tid":1007,"ts":10,"dur":5,"args":{"stream":1007}})";
+  std::string glued =
+      R"({"ph":1.000"X","cat":"kernel","name":"a","pid":0,"tid":1007,"ts":10,"dur":5,"args":{"stream":1007}})";
   EXPECT_EQ(run_compact(trace_json({k7, glued}), &message), Outcome::error);
   EXPECT_NE(message.find("event #1"), std::string::npos) << message;
   // Top-level values are checked the same way.
@@ -179,7 +185,8 @@ TEST(FuzzRegressions, MalformedValuesTracelaneDoesNotReadAreErrors) {
 // kept as written (before the grammar check it was read as empty; refusing the whole
 // trace for it would be worse).
 TEST(FuzzRegressions, ALoneSurrogateInANameIsKeptAsWritten) {
-  std::string kernel = R"({"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_\ud800","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7}})";
+  std::string kernel =
+      R"({"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_\ud800","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7}})";
   std::string json = trace_json({kernel});
   CompactedTrace compacted = compact_trace(parse_trace(json, "fuzz.json"), {});
   EXPECT_EQ(compacted.summary.slice_groups.count("nccl_all_gather"), 1u);

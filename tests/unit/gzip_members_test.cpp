@@ -20,8 +20,8 @@ std::string trace_like_text(size_t size, unsigned seed) {
   std::mt19937 rng(seed);
   std::string text;
   while (text.size() < size)
-    text += "{\"ph\": \"X\", \"name\": \"kernel_" + std::to_string(rng() % 97) + "\", \"ts\": " +
-            std::to_string(rng() % 1000000) + "},\n";
+    text += "{\"ph\": \"X\", \"name\": \"kernel_" + std::to_string(rng() % 97) +
+            "\", \"ts\": " + std::to_string(rng() % 1000000) + "},\n";
   text.resize(size);
   return text;
 }
@@ -126,14 +126,16 @@ TEST(GzipMembers, AHeaderLookingNameOrAnEmptyMemberStillGivesTheTextBack) {
   // A member whose name holds a header's first bytes after a plausible ISIZE (16 MiB and
   // a bit): a wrong guess of where a member starts, and of the size of the one before.
   std::string named = gzip_compress("{}", 6);
-  std::string name = std::string(20, 'a') + std::string("\x01\x01\x01\x01\x1f\x8b\x08\x01\x01\x01\x01\x01\x04\x03z", 15);
-  std::string with_name = named.substr(0, 3) + char(uint8_t(named[3]) | 8) + named.substr(4, 6) + name + '\0' +
-                          named.substr(10);
+  std::string name =
+      std::string(20, 'a') + std::string("\x01\x01\x01\x01\x1f\x8b\x08\x01\x01\x01\x01\x01\x04\x03z", 15);
+  std::string with_name =
+      named.substr(0, 3) + char(uint8_t(named[3]) | 8) + named.substr(4, 6) + name + '\0' + named.substr(10);
   std::string empty = gzip_compress("", 6);
   for (const std::string& gz : {file + with_name, with_name + file, file + empty + file, empty}) {
-    std::string expected = gz == empty ? "" : gz == file + empty + file ? text + text
-                                            : gz == file + with_name     ? text + "{}"
-                                                                         : "{}" + text;
+    std::string expected = gz == empty                 ? ""
+                           : gz == file + empty + file ? text + text
+                           : gz == file + with_name    ? text + "{}"
+                                                       : "{}" + text;
     std::string back;
     tbb::task_arena(4).execute([&] { back = gunzip(gz, "members.json.gz"); });
     EXPECT_EQ(back, expected);
@@ -153,8 +155,8 @@ TEST(GzipMembers, ACorruptMemberOrTrailingGarbageIsReportedAsWhenReadOneAfterAno
                        std::to_string(starts[2]) + ")");
   std::string trailing = file + "garbage that is not a member";
   tbb::task_arena(4).execute([&] { error = gunzip_error(trailing); });
-  EXPECT_EQ(error, "members.json.gz: trailing garbage after gzip member " + std::to_string(starts.size()) +
-                       " (byte " + std::to_string(file.size()) + ")");
+  EXPECT_EQ(error, "members.json.gz: trailing garbage after gzip member " + std::to_string(starts.size()) + " (byte " +
+                       std::to_string(file.size()) + ")");
   std::string cut = file.substr(0, starts[4] + 100);  // the last member truncated
   tbb::task_arena(4).execute([&] { error = gunzip_error(cut); });
   EXPECT_EQ(error, "members.json.gz: corrupt or truncated gzip data (member 5, compressed byte " +

@@ -98,9 +98,11 @@ TEST(GunzipSizeGuess, ABufferThatGrewForSeveralMembersGivesBackThePagesPastTheTe
   // what lies past it and its 64 bytes of padding is returned to the kernel (a 493 MB
   // trace of eight members held 40 MB it did not need through the whole compaction).
   std::string first = random_text(12 << 20, 2);
-  // A name with a header's bytes in it (past the smallest member's 18 bytes) makes the concurrent path's guess of where the
-  // members start wrong, so that the members are decompressed one after another.
-  std::string file = gzip_compress(first, 1) + with_name(gzip_compress("{}", 1), std::string(24, 'x') + std::string("\x1f\x8b\x08\x01\x01\x01\x01\x01\x04\x03y", 11));
+  // A name with a header's bytes in it (past the smallest member's 18 bytes) makes the concurrent path's guess of where
+  // the members start wrong, so that the members are decompressed one after another.
+  std::string file = gzip_compress(first, 1) +
+                     with_name(gzip_compress("{}", 1),
+                               std::string(24, 'x') + std::string("\x1f\x8b\x08\x01\x01\x01\x01\x01\x04\x03y", 11));
   std::string text = gunzip(file, "grown.json.gz");
   ASSERT_EQ(text, first + "{}");
   const size_t kept = text.size() + 64;

@@ -58,10 +58,8 @@ INSTANTIATE_TEST_SUITE_P(
         PackingCase{"OverlappingSlicesOpenOneLaneEach", {{0, 10}, {5, 15}, {6, 7}}, 3, {0, 1, 2}},
         // At 5 lanes 0 (ended 3) and 2 (ended 4) are both free: the slice takes lane 0, and
         // the next one, at 6, takes lane 2 because lane 1 is still busy.
-        PackingCase{"TheLowestNumberedFreeLaneIsReused",
-                    {{0, 3}, {1, 20}, {2, 4}, {5, 9}, {6, 10}},
-                    3,
-                    {0, 1, 2, 0, 2}},
+        PackingCase{
+            "TheLowestNumberedFreeLaneIsReused", {{0, 3}, {1, 20}, {2, 4}, {5, 9}, {6, 10}}, 3, {0, 1, 2, 0, 2}},
         // [0,5] is visited before [0,10] although it comes second, so it gets lane 0.
         PackingCase{"SlicesAreVisitedByStartThenEndNotByInputOrder", {{0, 10}, {0, 5}, {7, 8}}, 2, {1, 0, 0}},
         PackingCase{"IdenticalSlicesKeepTheirInputOrder", {{3, 9}, {3, 9}, {3, 9}}, 3, {0, 1, 2}},
@@ -108,7 +106,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(AllGatherWinsOverReduceScatterWhenANameHasBoth, ClassifySlice,
                          ::testing::Values(ClassifyCase{"kernel", "ncclAllGatherReduceScatter", "nccl_all_gather"},
-                                           ClassifyCase{"kernel", "ncclReduceScatterAllReduce", "nccl_reduce_scatter"}));
+                                           ClassifyCase{"kernel", "ncclReduceScatterAllReduce",
+                                                        "nccl_reduce_scatter"}));
 
 INSTANTIATE_TEST_SUITE_P(
     SymmetricMemoryBarrierNeedsBothWords, ClassifySlice,
@@ -157,9 +156,9 @@ TEST(CompactLanes, GroupsAreLaidOutInGroupOrderWhateverTheEventOrder) {
   }));
   std::vector<std::string> labels;
   for (const auto& lane : result.lanes) labels.push_back(lane.label);
-  EXPECT_EQ(labels, (std::vector<std::string>{"Compute", "Symmetric-memory barrier", "NCCL all-gather",
-                                              "NCCL reduce-scatter", "NCCL all-reduce", "NCCL other", "GPU memcpy",
-                                              "GPU memset"}));
+  EXPECT_EQ(labels,
+            (std::vector<std::string>{"Compute", "Symmetric-memory barrier", "NCCL all-gather", "NCCL reduce-scatter",
+                                      "NCCL all-reduce", "NCCL other", "GPU memcpy", "GPU memset"}));
   // Lane tids are 1'00'GG'0000'0 with GG the group's place in that order (SPEC 9.11).
   for (size_t i = 0; i < result.lanes.size(); ++i) EXPECT_EQ(result.lanes[i].tid, 1000000000 + int64_t(i) * 100000);
   EXPECT_EQ(result.summary.original_streams, 8u);
@@ -275,8 +274,7 @@ TEST(CompactLanes, AnAnnotationTrackEndsInOneAndItsSubTrackNInN) {
   // sub-tracks (2) .. (11). Sub-tracks up to (9) have their aligned tid; (10) and (11) do
   // not fit the last digit and are counted.
   std::vector<std::string> events = {kernel(0, 7, "0", "100")};
-  for (int i = 0; i < 11; ++i)
-    events.push_back(annotation(0, 7, std::to_string(i), "20", "a" + std::to_string(i)));
+  for (int i = 0; i < 11; ++i) events.push_back(annotation(0, 7, std::to_string(i), "20", "a" + std::to_string(i)));
   auto result = compact_text(trace_json(events));
   ASSERT_EQ(result.lanes.size(), 1u);
   const Lane& lane = result.lanes[0];
@@ -346,9 +344,10 @@ TEST(CompactLanes, ManyLanesAreAlignedUpToTenThousandInAGroup) {
 TEST(CompactLanes, GroupsFromARulesFileNumberTheirDigitsInTheFileOrder) {
   // With --rules the group digits follow the rules' group order: the same rules on every
   // rank give the same tids.
-  Rules rules = Rules::parse(R"({"groups": [{"id": "attention", "label": "Attention"}, {"id": "compute", "label": "Compute"}],
+  Rules rules =
+      Rules::parse(R"({"groups": [{"id": "attention", "label": "Attention"}, {"id": "compute", "label": "Compute"}],
                                   "classify": [{"name_regex": "attn", "group": "attention"}, {"group": "compute"}]})",
-                             "rules.json");
+                   "rules.json");
   CompactOptions options;
   options.rules = &rules;
   auto result = compact_text(trace_json({kernel(0, 7, "0", "10", "gemm"), kernel(0, 8, "0", "10", "flash_attn_fwd"),
@@ -430,7 +429,7 @@ TEST(CompactLanes, GpuPidsAreLaidOutSeparately) {
 
 TEST(CompactLanes, ExactlyTouchingSlicesWithDecimalTimesShareALane) {
   // 0.1 + 0.2 != 0.3 in floating point; in exact nanoseconds they touch.
-  auto result = compact_text(trace_json({kernel(0, 7, "1683564902133354.100", "0.200"),
-                                         kernel(0, 8, "1683564902133354.300", "0.001")}));
+  auto result = compact_text(
+      trace_json({kernel(0, 7, "1683564902133354.100", "0.200"), kernel(0, 8, "1683564902133354.300", "0.001")}));
   EXPECT_EQ(result.summary.compacted_lanes, 1u);
 }

@@ -16,7 +16,8 @@ const std::string kPpGroup40 = R"({"pg_name": "5", "pg_desc": "mesh_pp", "ranks"
 // baseTimeNanoseconds when `base` is set.
 std::string rank_trace(int64_t rank, std::optional<int64_t> base, const std::vector<std::string>& events,
                        const std::string& pg_config = "", const std::string& extra_top = "") {
-  std::string top = R"("distributedInfo": {"backend": "nccl", "rank": )" + std::to_string(rank) + R"(, "world_size": 8)";
+  std::string top =
+      R"("distributedInfo": {"backend": "nccl", "rank": )" + std::to_string(rank) + R"(, "world_size": 8)";
   if (!pg_config.empty()) top += R"(, "pg_config": [)" + pg_config + "]";
   top += "}";
   if (base) top += R"(, "baseTimeNanoseconds": )" + std::to_string(*base);
@@ -199,7 +200,8 @@ TEST(MergeRanks, IntegerPidsAreRenumberedNonGpuFirstThenGpuPerRank) {
       R"({"ph": "X", "cat": "cpu_op", "name": "cpu_5", "pid": 5, "tid": 1, "ts": 1, "dur": 1})",
       kernel(0, 7, "10", "5", "gpu0_1"),
   };
-  auto result = merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
+  auto result =
+      merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
   Output out(result.json);
   EXPECT_EQ(Output::int_of(out.one("cpu_77"), "pid"), 1);
   EXPECT_EQ(Output::int_of(out.one("cpu_1234"), "pid"), 2);
@@ -231,7 +233,8 @@ TEST(MergeRanks, ProcessAndThreadNamesGetThePpRankPrefixAndOldSortIndicesGo) {
       R"({"name": "process_name", "ph": "M", "pid": "Spans", "tid": 0, "args": {"name": "Spans"}})",
       kernel(0, 7, "10", "5", "k_1"),
   };
-  auto result = merge({{"rank0_trace.json", rank_trace(0, 1000, small_rank(0))}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
+  auto result = merge(
+      {{"rank0_trace.json", rank_trace(0, 1000, small_rank(0))}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
   Output out(result.json);
   // Rank 1: CPU pid 100 -> 3, GPU pid 0 -> 4.
   auto names = process_names(out);
@@ -241,7 +244,8 @@ TEST(MergeRanks, ProcessAndThreadNamesGetThePpRankPrefixAndOldSortIndicesGo) {
   EXPECT_EQ(out.label(2, lane_tid("compute")), "PP rank 0 | Compute");
   bool spans_prefixed = false;
   for (auto e : out.named("process_name"))
-    if (Output::string_of(e, "pid") == "Spans") spans_prefixed = Output::string_of(e["args"], "name") == "PP rank 1 | Spans";
+    if (Output::string_of(e, "pid") == "Spans")
+      spans_prefixed = Output::string_of(e["args"], "name") == "PP rank 1 | Spans";
   EXPECT_TRUE(spans_prefixed);
   for (auto e : out.named("process_sort_index")) EXPECT_NE(Output::int_of(e["args"], "sort_index"), 4242);
 }
@@ -254,7 +258,8 @@ TEST(MergeRanks, FlowIdsAreRenumberedPerRankWithDistinctIdTexts) {
   rank0.push_back(flow("f", "ac2g", "5", 0, 7, "10", "int_5_again"));
   rank0.push_back(flow("t", "user", "77", 100, 100, "1", "int_77"));
   rank1.push_back(flow("s", "async", "5", 100, 100, "1", "rank1_5"));
-  auto result = merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
+  auto result =
+      merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
   Output out(result.json);
   EXPECT_EQ(Output::int_of(out.one("int_5"), "id"), 1000000000);
   EXPECT_EQ(Output::int_of(out.one("float_5"), "id"), 1000000001);
@@ -270,8 +275,9 @@ TEST(MergeRanks, FlowIdsAreRenumberedPerRankWithDistinctIdTexts) {
 // --- top level and arrows -----------------------------------------------------------------
 
 TEST(MergeRanks, TheTopLevelIsPpRankZerosWithMergeKeys) {
-  auto result = merge({{"rank0_trace.json", rank_trace(0, 2000, small_rank(0), kPpGroup40, R"("deviceProperties": [{"id": 0}])")},
-                       {"rank4_trace.json", rank_trace(4, 1000, small_rank(4), kPpGroup40, R"("deviceProperties": [{"id": 4}])")}});
+  auto result = merge(
+      {{"rank0_trace.json", rank_trace(0, 2000, small_rank(0), kPpGroup40, R"("deviceProperties": [{"id": 0}])")},
+       {"rank4_trace.json", rank_trace(4, 1000, small_rank(4), kPpGroup40, R"("deviceProperties": [{"id": 4}])")}});
   Output out(result.json);
   EXPECT_EQ(Output::string_of(out.root, "traceName"), "Merged pipeline-parallel CUDA graph trace");
   EXPECT_TRUE(out.contains(R"("deviceProperties": [{"id": 4}])"));
@@ -308,8 +314,8 @@ TEST(MergeRanks, SendRecvArrowsConnectRanksOnTheAlignedTimeline) {
   // Rank 1's clock starts 50 µs later: its RECV at local 100 is at 150 merged.
   std::vector<std::string> rank0 = {kernel(0, 7, "0", "1000", "k_0"), annotation(0, 7, "100", "10", "PP:0SEND_F0")};
   std::vector<std::string> rank1 = {kernel(0, 7, "0", "1000", "k_1"), annotation(0, 7, "100", "50", "PP:1RECV_F0")};
-  auto result = merge({{"rank0_trace.json", rank_trace(0, 1000000, rank0)},
-                       {"rank1_trace.json", rank_trace(1, 1050000, rank1)}});
+  auto result =
+      merge({{"rank0_trace.json", rank_trace(0, 1000000, rank0)}, {"rank1_trace.json", rank_trace(1, 1050000, rank1)}});
   EXPECT_EQ(result.summary.pp.send_recv_pairs, 1u);
   EXPECT_EQ(result.summary.pp.send_recv_unmatched, 0u);
   Output out(result.json);
@@ -349,7 +355,8 @@ TEST(MergeRanks, DurationsNeverChange) {
 TEST(MergeRanks, ABaseTimeThatIsNotAnIntegerIsAnErrorNamingTheFile) {
   auto message = error_message([] {
     merge({{"rank0_trace.json", rank_trace(0, 1000, small_rank(0))},
-           {"rank1_trace.json", trace_json(small_rank(1), R"("distributedInfo": {"rank": 1}, "baseTimeNanoseconds": "1000")")}});
+           {"rank1_trace.json",
+            trace_json(small_rank(1), R"("distributedInfo": {"rank": 1}, "baseTimeNanoseconds": "1000")")}});
   });
   EXPECT_NE(message.find("rank1_trace.json"), std::string::npos) << message;
 }
@@ -430,7 +437,8 @@ TEST(MergeRanks, EveryMergedFileOfThisSuiteHasOneFlowIdPerPair) {
                                     flow("f", "ac2g", "7", 0, 7, "0", "a")};
   std::vector<std::string> rank1 = {kernel(0, 7, "0", "1000", "k_1"), annotation(0, 7, "200", "50", "PP:1RECV_F0"),
                                     flow("s", "ac2g", "7", 100, 100, "1", "b"), flow("f", "ac2g", "7", 0, 7, "0", "b")};
-  auto result = merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
+  auto result =
+      merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
   Output out(result.json);
   expect_each_flow_id_is_one_pair(out);
   EXPECT_EQ(Output::int_of(out.named("a").at(0), "id"), 1000000000);

@@ -110,8 +110,9 @@ TEST_F(OutputGuard, RefusesAnOutputInADirectoryThatDoesNotExist) {
 TEST_F(OutputGuard, RefusesAnOutputThatIsADirectory) {
   fs::create_directory(dir_ / "d.json.gz");
   fs::create_directory_symlink(dir_ / "d.json.gz", dir_ / "link_to_d.json.gz");
-  for (const fs::path& output : {dir_ / "d.json.gz", dir_ / "link_to_d.json.gz", fs::path(dir_.string() + "/d.json.gz/"),
-                                 fs::path(dir_.string() + "/new_dir/"), dir_ / "d.json.gz" / "..", dir_ / "."}) {
+  for (const fs::path& output :
+       {dir_ / "d.json.gz", dir_ / "link_to_d.json.gz", fs::path(dir_.string() + "/d.json.gz/"),
+        fs::path(dir_.string() + "/new_dir/"), dir_ / "d.json.gz" / "..", dir_ / "."}) {
     std::string why = refusal(output, {input_}, true);
     EXPECT_NE(why.find("directory"), std::string::npos) << output << ": " << why;
   }
@@ -190,8 +191,9 @@ TEST_F(OutputGuard, ASetWhoseRenameFailsHalfWayLeavesNoMemberOfThePreviousSetBes
     write_set_atomically(dir_, {{"set.json", "new json"}, {"set.csv", "new csv"}, {"set.html", "new page"}});
     ADD_FAILURE() << "a rename over a non-empty directory succeeded";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("the set is incomplete: removed the previous " + (dir_ / "set.html").string()),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(error.what()).find("the set is incomplete: removed the previous " + (dir_ / "set.html").string()),
+        std::string::npos)
         << error.what();
   }
   EXPECT_EQ(read(dir_ / "set.json"), "new json");

@@ -54,8 +54,9 @@ std::string passes_trace(int kernels) {
     }
     if (i % 7 == 0) {
       std::string id = std::to_string(i + 1);
-      events.push_back(R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 100, "tid": 100, "ts": )" +
-                       std::to_string(start - 1) + R"(, "dur": 1})");
+      events.push_back(
+          R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 100, "tid": 100, "ts": )" +
+          std::to_string(start - 1) + R"(, "dur": 1})");
       events.push_back(flow("s", "ac2g", id, 100, 100, std::to_string(start - 1)));
       events.push_back(flow("f", "ac2g", id, 0, stream, ts));
     }
@@ -68,7 +69,11 @@ std::string passes_trace(int kernels) {
     if (i % 50 == 10) events.push_back(slice_event("cuda_sync", "cudaStreamSynchronize", 0, stream, ts, "0.5"));
     std::string args = "\"correlation\": " + std::to_string(i + 1);
     if (i % 10 < 6) args += ", \"name\": \"fwd" + std::to_string(i / 60) + "\"";
-    events.push_back(kernel(0, stream, ts, i % 5 == 0 ? "7.5" : i % 3 ? "1.25" : "2", "k" + std::to_string(i % 13), args));
+    events.push_back(kernel(0, stream, ts,
+                            i % 5 == 0 ? "7.5"
+                            : i % 3    ? "1.25"
+                                       : "2",
+                            "k" + std::to_string(i % 13), args));
   }
   return trace_json(events);
 }
@@ -143,9 +148,9 @@ TEST(ParallelPasses, KernelRunsCutByRangesAreJoinedOnlyWhereOneWalkJoinsThem) {
   std::vector<std::string> events;
   for (int i = 0; i < 40; ++i) {  // one stream, one after another: one lane
     const std::string& name = pattern[size_t(i) % pattern.size()];
-    events.push_back(kernel(0, 7, std::to_string(100 + 10 * i), "5", "k",
-                            "\"correlation\": " + std::to_string(i + 1) +
-                                (name.empty() ? "" : ", \"name\": \"" + name + "\"")));
+    events.push_back(
+        kernel(0, 7, std::to_string(100 + 10 * i), "5", "k",
+               "\"correlation\": " + std::to_string(i + 1) + (name.empty() ? "" : ", \"name\": \"" + name + "\"")));
   }
   std::string json = trace_json(events);
   Compacted reference = one_walk(json);
@@ -164,7 +169,7 @@ TEST(ParallelPasses, KernelRunsCutByRangesAreJoinedOnlyWhereOneWalkJoinsThem) {
 TEST(ParallelPasses, MadeEventsAreAppendedInOrderAndKeepTheirText) {
   for (int threads : kThreads) {
     Trace trace;
-    trace.events.resize(3);  // already there: kept in front
+    trace.events.resize(3);      // already there: kept in front
     const size_t count = 20000;  // several ranges of those made
     tbb::task_arena(threads).execute([&] {
       append_made_events(trace, count, 2, [](size_t k, Trace& owner, Event* out) {
@@ -199,7 +204,9 @@ TEST(ParallelPasses, TheFirstBadSliceIsReportedWhicheverRangeFailsFirst) {
   std::vector<std::string> events;
   for (int i = 0; i < 5000; ++i) {
     if (i == 1500) events.push_back(kernel(0, 7, "3100", "-1"));  // negative dur
-    if (i == 300) events.push_back(R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 700, "dur": 1, "args": {}})");
+    if (i == 300)
+      events.push_back(
+          R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 700, "dur": 1, "args": {}})");
     events.push_back(kernel(0, 7 + i % 3, std::to_string(100 + 2 * i), "1"));
   }
   std::string json = trace_json(events);

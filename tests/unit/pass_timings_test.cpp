@@ -19,8 +19,8 @@ std::vector<std::string> names_at_depth(const Timings& timings, int depth) {
 std::string rank_trace(int64_t rank, int64_t base_ns) {
   return trace_json({kernel(0, 7, "10", "5", "k_" + std::to_string(rank)),
                      annotation(0, 7, "10", "5", "PP:" + std::to_string(rank) + "F0")},
-                    R"("distributedInfo": {"rank": )" + std::to_string(rank) +
-                        R"(}, "baseTimeNanoseconds": )" + std::to_string(base_ns));
+                    R"("distributedInfo": {"rank": )" + std::to_string(rank) + R"(}, "baseTimeNanoseconds": )" +
+                        std::to_string(base_ns));
 }
 
 }  // namespace
@@ -35,10 +35,18 @@ TEST(CompactionTimings, NameEveryPassInTheOrderTheDriverRunsThem) {
                              annotation(0, 7, "0", "10", "PP:0F0")}),
                  options);
   }
-  std::vector<std::string> want = {"check_already_laned",  "extract_slices",          "build_lanes",
-                                   "remap_related",        "coalesce_annotations",    "annotate_kernel_runs",
-                                   "split_annotation_tracks", "add_lane_metadata",    "mark_compacted",
-                                   "add_pp_flows",         "count_summary",           "validate"};
+  std::vector<std::string> want = {"check_already_laned",
+                                   "extract_slices",
+                                   "build_lanes",
+                                   "remap_related",
+                                   "coalesce_annotations",
+                                   "annotate_kernel_runs",
+                                   "split_annotation_tracks",
+                                   "add_lane_metadata",
+                                   "mark_compacted",
+                                   "add_pp_flows",
+                                   "count_summary",
+                                   "validate"};
   EXPECT_EQ(names_at_depth(timings, 1), want);
   // The passes nest under the caller's phase and none is left open.
   EXPECT_EQ(names_at_depth(timings, 0), std::vector<std::string>{"compact"});

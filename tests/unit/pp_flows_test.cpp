@@ -81,8 +81,8 @@ INSTANTIATE_TEST_SUITE_P(ZeroBubbleAndFsdpOps, ParsePpActionReads,
                                            ActionCase{"PP:4UNSHARD", 4, "UNSHARD", std::nullopt}));
 
 TEST(ParsePpAction, RequiresAFullMatch) {
-  for (const char* bad : {"PP:F0", "PP:0X0", "xPP:0F0", "PP:0F0 ", " PP:0F0", "pp:0F0", "PP:0SEND0", "PP:",
-                          "PP:-1F0", "PP:0F0x", "PP:0UNSHARD1", "ProfilerStep#3", ""})
+  for (const char* bad : {"PP:F0", "PP:0X0", "xPP:0F0", "PP:0F0 ", " PP:0F0", "pp:0F0", "PP:0SEND0", "PP:", "PP:-1F0",
+                          "PP:0F0x", "PP:0UNSHARD1", "ProfilerStep#3", ""})
     EXPECT_FALSE(parse_pp_action(bad).has_value()) << "'" << bad << "'";
 }
 
@@ -95,7 +95,7 @@ TEST(ParsePpActions, OverlapFormGivesBothSubActions) {
   EXPECT_EQ(actions[1].stage, 1);
   EXPECT_EQ(actions[1].op, "B");
   EXPECT_EQ(*actions[1].microbatch, 0);
-  EXPECT_FALSE(parse_pp_action("PP:(0F1;1B0)OVERLAP_F_B").has_value());  // not a single action
+  EXPECT_FALSE(parse_pp_action("PP:(0F1;1B0)OVERLAP_F_B").has_value());   // not a single action
   EXPECT_TRUE(parse_pp_actions("PP:(0F1;1SEND_B0)OVERLAP_F_B").empty());  // sub-actions are compute
   EXPECT_TRUE(parse_pp_actions("PP:(0F1)OVERLAP_F_B").empty());
 }
@@ -362,9 +362,9 @@ std::string annotated_trace(const std::vector<std::string>& annotations, const s
 }  // namespace
 
 TEST(PpInCompaction, AnnotationsOnTheGpuStreamBecomeRankLocalArrows) {
-  auto result = compact_text(annotated_trace({annotation(0, 7, "0", "10", "PP:0RECV_F0"),
-                                              annotation(0, 7, "10", "40", "PP:0F0"),
-                                              annotation(0, 7, "60", "10", "PP:0SEND_F0")}));
+  auto result =
+      compact_text(annotated_trace({annotation(0, 7, "0", "10", "PP:0RECV_F0"), annotation(0, 7, "10", "40", "PP:0F0"),
+                                    annotation(0, 7, "60", "10", "PP:0SEND_F0")}));
   ASSERT_TRUE(result.summary.has_pp);
   EXPECT_EQ(result.summary.pp_rank, 0);
   EXPECT_EQ(result.summary.pp.compute_dependency_pairs, 2u);
@@ -416,9 +416,9 @@ TEST(PpInCompaction, ComputeAnnotationsOnASecondComputeLaneMakeNoBlocks) {
   // Streams 7 and 8 overlap: Compute 1 and Compute 2. The F annotation is on stream 8,
   // so it lands on Compute 2's track, which is not the main compute track.
   auto arrows = [](int f_stream) {
-    auto result = compact_text(trace_json({kernel(0, 7, "0", "100"), kernel(0, 8, "10", "80"),
-                                           annotation(0, 7, "0", "5", "PP:0RECV_F0"),
-                                           annotation(0, f_stream, "20", "10", "PP:0F0")}));
+    auto result = compact_text(
+        trace_json({kernel(0, 7, "0", "100"), kernel(0, 8, "10", "80"), annotation(0, 7, "0", "5", "PP:0RECV_F0"),
+                    annotation(0, f_stream, "20", "10", "PP:0F0")}));
     return result.summary.pp.compute_dependency_pairs;
   };
   EXPECT_EQ(arrows(7), 1u);
@@ -447,9 +447,8 @@ TEST(PpInCompaction, UnshardBlocksComeOnlyFromTheFirstTwoAllGatherLanes) {
 TEST(PpInCompaction, PpRankComesFromTheTracesOwnPgConfig) {
   const std::string info =
       R"("distributedInfo": {"backend": "nccl", "rank": 4, "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "ranks": [0, 1, 2, 3, 4, 5, 6, 7]}, {"pg_name": "3", "pg_desc": "mesh_pp", "ranks": [0, 4]}]})";
-  auto result = compact_text(annotated_trace({annotation(0, 7, "10", "40", "PP:1F0"),
-                                              annotation(0, 7, "60", "10", "PP:1SEND_F0")},
-                                             info));
+  auto result = compact_text(
+      annotated_trace({annotation(0, 7, "10", "40", "PP:1F0"), annotation(0, 7, "60", "10", "PP:1SEND_F0")}, info));
   EXPECT_EQ(result.summary.pp_rank, 1);
   EXPECT_EQ(result.summary.pp.compute_dependency_pairs, 1u);
   Output out(write_compacted(result));
@@ -460,9 +459,9 @@ TEST(PpInCompaction, PpRankComesFromTheTracesOwnPgConfig) {
 }
 
 TEST(PpInCompaction, WithoutPpFlowsTheTraceGetsNoArrowsAndNoLocalFlowsKey) {
-  auto result = compact_text(annotated_trace({annotation(0, 7, "10", "40", "PP:0F0"),
-                                              annotation(0, 7, "60", "10", "PP:0SEND_F0")}),
-                             {.pp_flows = false});
+  auto result = compact_text(
+      annotated_trace({annotation(0, 7, "10", "40", "PP:0F0"), annotation(0, 7, "60", "10", "PP:0SEND_F0")}),
+      {.pp_flows = false});
   EXPECT_FALSE(result.summary.has_pp);
   Output out(write_compacted(result));
   EXPECT_TRUE(out.with_ph("s", "pp_compute_dependency").empty());
@@ -533,14 +532,17 @@ TEST(PpEndpoints, AnArrowIntoABridgedBlockEndsInsideAMemberSpanNotInTheGap) {
   // RECV_F0 starts at 15: max(S.start, D.start) = 15 lies in the gap; the end moves to
   // the nearest member's edge (10), on the member's own track.
   std::vector<AnnotationSpan> spans = {
-      span(1, 100, 0, 10, "PP:0F0"), span(1, 555, 5, 35, "PP:0F0"), span(1, 100, 30, 40, "PP:0F0"),
+      span(1, 100, 0, 10, "PP:0F0"),
+      span(1, 555, 5, 35, "PP:0F0"),
+      span(1, 100, 30, 40, "PP:0F0"),
       span(1, 300, 15, 16, "PP:0RECV_F0"),
   };
   auto result = build_pp_flows(spans, {tracks()}, false);
   const PpFlow* f = flow_named(result, "0RECV_F0 -> 0F0");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->destination_tid, 100);
-  EXPECT_TRUE((f->destination_ts >= 0 && f->destination_ts <= 10) || (f->destination_ts >= 30 && f->destination_ts <= 40))
+  EXPECT_TRUE((f->destination_ts >= 0 && f->destination_ts <= 10) ||
+              (f->destination_ts >= 30 && f->destination_ts <= 40))
       << f->destination_ts;
 }
 
@@ -665,37 +667,80 @@ std::vector<std::pair<size_t, size_t>> lazy_cursor_pairing(const std::vector<Ns>
   return pairs;
 }
 
-
 // Midpoint sums of one adversarial shape: `n` sources and `m` destinations.
-enum class Shape { random_small, sources_first, destinations_first, interleaved_runs, alternating, all_equal, far_apart, wide_values, count };
+enum class Shape {
+  random_small,
+  sources_first,
+  destinations_first,
+  interleaved_runs,
+  alternating,
+  all_equal,
+  far_apart,
+  wide_values,
+  count
+};
 
 std::pair<std::vector<Ns>, std::vector<Ns>> shape_sums(Shape shape, size_t n, size_t m, std::mt19937_64& random) {
   std::vector<Ns> sources(n), destinations(m);
   size_t run = 1 + random() % 4;
   for (size_t k = 0; k < n; ++k) {
     switch (shape) {
-      case Shape::random_small: sources[k] = Ns(random() % 12); break;
-      case Shape::sources_first: sources[k] = Ns(2 * k + random() % 2); break;
-      case Shape::destinations_first: sources[k] = Ns(4 * m + 2 * k + random() % 2); break;
-      case Shape::interleaved_runs: sources[k] = Ns(2 * run * (k / run) * 2 + k % run); break;
-      case Shape::alternating: sources[k] = Ns(2 * k); break;
-      case Shape::all_equal: sources[k] = 7; break;
-      case Shape::far_apart: sources[k] = Ns(random() % 3) * 1000000; break;
-      case Shape::wide_values: sources[k] = (random() % 2 ? INT64_MAX - Ns(random() % 5) : INT64_MIN + Ns(random() % 5)); break;
-      case Shape::count: break;
+      case Shape::random_small:
+        sources[k] = Ns(random() % 12);
+        break;
+      case Shape::sources_first:
+        sources[k] = Ns(2 * k + random() % 2);
+        break;
+      case Shape::destinations_first:
+        sources[k] = Ns(4 * m + 2 * k + random() % 2);
+        break;
+      case Shape::interleaved_runs:
+        sources[k] = Ns(2 * run * (k / run) * 2 + k % run);
+        break;
+      case Shape::alternating:
+        sources[k] = Ns(2 * k);
+        break;
+      case Shape::all_equal:
+        sources[k] = 7;
+        break;
+      case Shape::far_apart:
+        sources[k] = Ns(random() % 3) * 1000000;
+        break;
+      case Shape::wide_values:
+        sources[k] = (random() % 2 ? INT64_MAX - Ns(random() % 5) : INT64_MIN + Ns(random() % 5));
+        break;
+      case Shape::count:
+        break;
     }
   }
   for (size_t k = 0; k < m; ++k) {
     switch (shape) {
-      case Shape::random_small: destinations[k] = Ns(random() % 12); break;
-      case Shape::sources_first: destinations[k] = Ns(4 * n + 2 * k + random() % 2); break;
-      case Shape::destinations_first: destinations[k] = Ns(2 * k + random() % 2); break;
-      case Shape::interleaved_runs: destinations[k] = Ns(2 * run * (k / run) * 2 + 2 * run + k % run); break;
-      case Shape::alternating: destinations[k] = Ns(2 * k + 1); break;
-      case Shape::all_equal: destinations[k] = 7; break;
-      case Shape::far_apart: destinations[k] = Ns(random() % 3) * 1000000 + Ns(random() % 3); break;
-      case Shape::wide_values: destinations[k] = (random() % 2 ? INT64_MAX - Ns(random() % 5) : INT64_MIN + Ns(random() % 5)); break;
-      case Shape::count: break;
+      case Shape::random_small:
+        destinations[k] = Ns(random() % 12);
+        break;
+      case Shape::sources_first:
+        destinations[k] = Ns(4 * n + 2 * k + random() % 2);
+        break;
+      case Shape::destinations_first:
+        destinations[k] = Ns(2 * k + random() % 2);
+        break;
+      case Shape::interleaved_runs:
+        destinations[k] = Ns(2 * run * (k / run) * 2 + 2 * run + k % run);
+        break;
+      case Shape::alternating:
+        destinations[k] = Ns(2 * k + 1);
+        break;
+      case Shape::all_equal:
+        destinations[k] = 7;
+        break;
+      case Shape::far_apart:
+        destinations[k] = Ns(random() % 3) * 1000000 + Ns(random() % 3);
+        break;
+      case Shape::wide_values:
+        destinations[k] = (random() % 2 ? INT64_MAX - Ns(random() % 5) : INT64_MIN + Ns(random() % 5));
+        break;
+      case Shape::count:
+        break;
     }
   }
   // Block order is not midpoint order: shuffle some rounds.
@@ -803,9 +848,9 @@ TEST(PpFlowIds, SingleTraceArrowIdsSkipEveryIdTheTracesOwnFlowsUse) {
 }
 
 TEST(PpFlowIds, SingleTraceArrowIdsStayFromTheFirstWhenTheTraceUsesNoneOfThem) {
-  std::string json = trace_json({kernel(0, 7, "100", "50", "k", R"("name": "PP:0F0")"),
-                                 annotation(0, 7, "90", "5", "PP:0RECV_F0"), annotation(0, 7, "160", "5", "PP:0SEND_F0"),
-                                 flow("s", "ac2g", "999999999999", 100, 100, "1", "launch")});
+  std::string json = trace_json(
+      {kernel(0, 7, "100", "50", "k", R"("name": "PP:0F0")"), annotation(0, 7, "90", "5", "PP:0RECV_F0"),
+       annotation(0, 7, "160", "5", "PP:0SEND_F0"), flow("s", "ac2g", "999999999999", 100, 100, "1", "launch")});
   Output out(write_compacted(compact_text(json)));
   std::set<int64_t> ids;
   for (auto arrow : out.with_ph("s", "pp_compute_dependency")) ids.insert(Output::int_of(arrow, "id"));

@@ -35,7 +35,8 @@ bool kernel_populates() {
 }
 
 TEST(Prefault, MakesEveryPageOfAFreshBufferResidentOnOneThreadOrTwo) {
-  if (!kernel_populates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE (Linux < 5.14): prefault does nothing";
+  if (!kernel_populates())
+    GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE (Linux < 5.14): prefault does nothing";
   for (int threads : {1, 2}) {
     void* p = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(p, MAP_FAILED);

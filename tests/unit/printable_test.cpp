@@ -14,8 +14,8 @@ TEST(Printable, KeepsValidPrintableUtf8AsItIs) {
 
 TEST(Printable, EscapesInvalidUtf8ByteByByte) {
   EXPECT_EQ(printable("run\xff\xfe"), "run\\xff\\xfe");
-  EXPECT_EQ(printable("\xc3"), "\\xc3");                  // truncated sequence
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(printable("\xc3"), "\\xc3");                    // truncated sequence
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   EXPECT_FALSE(is_printable("run\xff"));
 }

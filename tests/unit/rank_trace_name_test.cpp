@@ -60,9 +60,10 @@ TEST(RankTraceName, ACompactedCopyNamesTheRankFileItWasMadeFrom) {
   EXPECT_TRUE(is_rank_copy_name("rank12_trace_compacted.json", &rank, &original));
   EXPECT_EQ(rank, 12);
   EXPECT_EQ(original, "rank12_trace.json");
-  for (const char* name : {"rank3_trace.json", "rank3_trace_compacted.json.gz.tmp", "rank3_trace_compacted_compacted.json",
-                           "rankx_trace_compacted.json", ".rank3_trace_compacted.json.gz.tmp.12.34",
-                           "pp_traces_merged_compacted.json.gz", "rank3_trace_compacted.json.bz2", "rank3_trace_compacted"}) {
+  for (const char* name :
+       {"rank3_trace.json", "rank3_trace_compacted.json.gz.tmp", "rank3_trace_compacted_compacted.json",
+        "rankx_trace_compacted.json", ".rank3_trace_compacted.json.gz.tmp.12.34", "pp_traces_merged_compacted.json.gz",
+        "rank3_trace_compacted.json.bz2", "rank3_trace_compacted"}) {
     original = "unchanged";
     EXPECT_FALSE(is_rank_copy_name(name, nullptr, &original)) << name;
     EXPECT_EQ(original, "unchanged") << name;

@@ -109,9 +109,8 @@ TEST(RemapFlows, AFlowBeforeEverySliceIsUnmapped) {
 
 TEST(RemapFlows, FlowsOffOldStreamsAreNeitherMovedNorCounted) {
   auto result = compact_text(trace_json({
-      kernel(0, 7, "0", "10"),
-      flow("s", "ac2g", "1", 0, 300, "5", "cpu_side"),  // a CPU thread of the same pid
-      flow("f", "ac2g", "1", 1, 7, "5", "other_pid"),   // stream 7 of a pid without slices
+      kernel(0, 7, "0", "10"), flow("s", "ac2g", "1", 0, 300, "5", "cpu_side"),  // a CPU thread of the same pid
+      flow("f", "ac2g", "1", 1, 7, "5", "other_pid"),                            // stream 7 of a pid without slices
   }));
   EXPECT_EQ(result.summary.gpu_flow_endpoints_mapped, 0u);
   EXPECT_EQ(result.summary.gpu_flow_endpoints_unmapped, 0u);
@@ -125,7 +124,8 @@ TEST(RemapFlows, AMovedFlowKeepsItsIdAndTsText) {
   auto flows = out.with_ph("f");
   ASSERT_EQ(flows.size(), 1u);
   EXPECT_EQ(Output::int_of(flows[0], "id"), 42);
-  EXPECT_TRUE(out.contains(R"("id": 42, "pid": 0, "tid": )" + std::to_string(kCompute1) + R"(, "ts": 10.500, "bp": "e")"))
+  EXPECT_TRUE(
+      out.contains(R"("id": 42, "pid": 0, "tid": )" + std::to_string(kCompute1) + R"(, "ts": 10.500, "bp": "e")"))
       << out.text;
 }
 

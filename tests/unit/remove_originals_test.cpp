@@ -104,10 +104,12 @@ struct SecondWriter {
 TEST(RemoveOriginals, AnIterationIsDoneOnlyWhenEveryRankAndItsMergeAreOkOrSkipped) {
   EXPECT_FALSE(iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "skipped"}}, std::string("ok")));
   EXPECT_FALSE(iteration_not_done({{"rank0_trace.json", "ok"}}, std::nullopt));
-  auto failed_rank = iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "failed"}}, std::string("failed"));
+  auto failed_rank =
+      iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "failed"}}, std::string("failed"));
   ASSERT_TRUE(failed_rank);
   EXPECT_NE(failed_rank->find("rank1_trace.json is failed"), std::string::npos) << *failed_rank;
-  auto failed_merge = iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "ok"}}, std::string("failed"));
+  auto failed_merge =
+      iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "ok"}}, std::string("failed"));
   ASSERT_TRUE(failed_merge);
   EXPECT_NE(failed_merge->find("merge is failed"), std::string::npos) << *failed_merge;
   EXPECT_TRUE(iteration_not_done({{"rank0_trace.json", "already laned"}}, std::nullopt));
@@ -122,7 +124,8 @@ TEST(RemoveOriginals, AnEntryIsTheOriginalOnlyAsARegularFileWithOneLinkOursAndUn
   const FileIdentity read = identity_of(st);
   const uid_t me = ::geteuid();
   EXPECT_FALSE(original_refusal(st, read, false, me));
-  EXPECT_EQ(original_refusal(st, read, true, me).value_or(""), "reached through a symbolic link (its target is not removed)");
+  EXPECT_EQ(original_refusal(st, read, true, me).value_or(""),
+            "reached through a symbolic link (its target is not removed)");
   struct stat linked = st;
   linked.st_nlink = 2;
   EXPECT_EQ(original_refusal(linked, read, false, me).value_or(""), "has 2 hard links");
@@ -223,7 +226,8 @@ TEST(RemoveOriginals, ACopyWithoutRestoreDataOrMissingKeepsTheOriginal) {
   std::vector<OriginalVerdict> verdicts = remove_originals(files, 1 << 30, 1, [&](const std::string&) { errors++; });
   EXPECT_EQ(original_cell(verdicts[0]), "kept: restore differs: rank0_trace_compacted.json holds no restore data");
   EXPECT_EQ(verdicts[1].kind, OriginalVerdict::kept);
-  EXPECT_NE(verdicts[1].reason.find("rank0_trace_compacted.json: cannot open"), std::string::npos) << verdicts[1].reason;
+  EXPECT_NE(verdicts[1].reason.find("rank0_trace_compacted.json: cannot open"), std::string::npos)
+      << verdicts[1].reason;
   EXPECT_EQ(errors, 1u);
   EXPECT_TRUE(fs::exists(scratch.root / "a/rank0_trace.json"));
   EXPECT_TRUE(fs::exists(scratch.root / "b/rank0_trace.json"));
@@ -280,14 +284,16 @@ TEST(DirectoryLock, ACopyOfAnOriginalRemovedSinceItWasReadIsNotPutOverTheVerifie
 
   std::string verified = compacted_text(original);
   scratch.file("rank0_trace_compacted.json", verified);
-  std::vector<OriginalVerdict> verdicts = remove_originals({original_file(scratch.root, "rank0_trace.json", 0)}, 1, 1, no_errors);
+  std::vector<OriginalVerdict> verdicts =
+      remove_originals({original_file(scratch.root, "rank0_trace.json", 0)}, 1, 1, no_errors);
   ASSERT_EQ(original_cell(verdicts.at(0)), "removed");
 
   try {
     second.output->commit(true);
     ADD_FAILURE() << "the second sweep's copy was put in place over the verified one";
   } catch (const InputChanged& e) {
-    EXPECT_NE(std::string(e.what()).find("rank0_trace.json was removed or changed since it was read"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("rank0_trace.json was removed or changed since it was read"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_EQ(contents(copy), verified);
@@ -351,7 +357,8 @@ TEST(DirectoryLock, AnIterationWhoseDirectoryCannotBeLockedKeepsItsOriginals) {
   scratch.file("rank0_trace_compacted.json", compacted_text(original));
   fs::path elsewhere = scratch.file("elsewhere", "");
   fs::create_symlink(elsewhere, scratch.root / kDirectoryLockName);
-  std::vector<OriginalVerdict> verdicts = remove_originals({original_file(scratch.root, "rank0_trace.json", 0)}, 1, 1, no_errors);
+  std::vector<OriginalVerdict> verdicts =
+      remove_originals({original_file(scratch.root, "rank0_trace.json", 0)}, 1, 1, no_errors);
   ASSERT_EQ(verdicts.size(), 1u);
   EXPECT_NE(original_cell(verdicts[0]).find("kept: cannot lock its directory"), std::string::npos)
       << original_cell(verdicts[0]);

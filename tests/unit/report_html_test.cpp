@@ -14,7 +14,10 @@ namespace {
 
 Row file_row(const std::string& dir, const std::string& output = "rank0_trace_compacted.json") {
   Row row(RowKind::file);
-  row.set("dir", dir).set("file", std::string("rank0_trace.json")).set("rank", int64_t(0)).set("run", std::string("run"));
+  row.set("dir", dir)
+      .set("file", std::string("rank0_trace.json"))
+      .set("rank", int64_t(0))
+      .set("run", std::string("run"));
   row.set("iteration", std::string("it")).set("input_bytes", int64_t(100)).set("output", output);
   row.set("status", std::string("ok")).set("seconds", 0.25).set("compaction_ratio", 10.9091);
   return row;
@@ -45,7 +48,7 @@ std::string data_of(const std::string& page) {
 
 TEST(ReportHtml, NoNameFromTheReportCanEndTheDataElementOrBecomeMarkup) {
   std::string page = page_of({file_row("a</script><script>alert(1)</script><!--"), file_row("b<img onerror=x>&amp;")});
-  EXPECT_EQ(count(page, "<script"), 2u);   // the data and the page's own script
+  EXPECT_EQ(count(page, "<script"), 2u);  // the data and the page's own script
   EXPECT_EQ(count(page, "</script"), 2u);
   EXPECT_EQ(count(page, "<img"), 0u);
   EXPECT_EQ(count(page, "<!--"), 0u);
@@ -62,9 +65,12 @@ TEST(ReportHtml, TheTitleIsEscaped) {
 }
 
 TEST(ReportHtml, LinksAreRelativeToThePageAndPercentEncoded) {
-  std::string data = data_of(page_of({file_row("run/it 1#x"), file_row("javascript:alert(1)", "out?put")}, "/data/tree/pages"));
-  EXPECT_NE(data.find("\"links\":{\"javascript:alert(1)\":\"../javascript%3Aalert%281%29\",\"run/it 1#x\":\"../run/it%201%23x\"}"),
-            std::string::npos)
+  std::string data =
+      data_of(page_of({file_row("run/it 1#x"), file_row("javascript:alert(1)", "out?put")}, "/data/tree/pages"));
+  EXPECT_NE(
+      data.find(
+          "\"links\":{\"javascript:alert(1)\":\"../javascript%3Aalert%281%29\",\"run/it 1#x\":\"../run/it%201%23x\"}"),
+      std::string::npos)
       << data;
   // A name that needs encoding is given encoded; one that does not is not repeated.
   EXPECT_NE(data.find("\"output_href\":\"out%3Fput\""), std::string::npos);
@@ -138,8 +144,10 @@ TEST(ReportHtml, AFigureNotInTheContractsFormIsNamedAndLeftOut) {
       "[{\"rank\": 0, \"pp_rank\": null, \"group\": \"compute\", \"occupancy\": \"09\"}]},";
   json.replace(json.find("\"kind\": \"file\","), 15, figures);
   std::string data = data_of(report_html(json, "r.json", "/data/tree"));
-  EXPECT_NE(data.find("rows[0].gpu_busy: expected an object of fractions from 0 to 1; not drawn"), std::string::npos) << data;
-  EXPECT_NE(data.find("rows[0].timeline: strips[0].occupancy: expected 3 digits; not drawn"), std::string::npos) << data;
+  EXPECT_NE(data.find("rows[0].gpu_busy: expected an object of fractions from 0 to 1; not drawn"), std::string::npos)
+      << data;
+  EXPECT_NE(data.find("rows[0].timeline: strips[0].occupancy: expected 3 digits; not drawn"), std::string::npos)
+      << data;
   EXPECT_NE(data.find("\"gpu_window_us\":12.5"), std::string::npos);
   EXPECT_EQ(data.find("\"timeline\""), std::string::npos);
 }

@@ -116,12 +116,12 @@ TEST(ReportNames, EveryTextCellIsValidUtf8AndReadsBackToTheRawBytes) {
 TEST(ReportNames, NameFromReportAcceptsOnlyTheFormPrintableWrites) {
   EXPECT_EQ(name_from_report("a\\\\b\\xff"), std::optional<std::string>("a\\b\xff"));
   EXPECT_EQ(name_from_report("α/β"), std::optional<std::string>("α/β"));
-  EXPECT_FALSE(name_from_report("\\x41"));   // 'A' is written as itself
-  EXPECT_FALSE(name_from_report("\\xFF"));   // printable writes lower case
-  EXPECT_FALSE(name_from_report("a\\q"));    // no such escape
-  EXPECT_FALSE(name_from_report("a\\"));     // a lone trailing backslash
-  EXPECT_FALSE(name_from_report("a\\x4"));   // a cut escape
-  EXPECT_FALSE(name_from_report("a\x1b"));   // a raw control character
+  EXPECT_FALSE(name_from_report("\\x41"));  // 'A' is written as itself
+  EXPECT_FALSE(name_from_report("\\xFF"));  // printable writes lower case
+  EXPECT_FALSE(name_from_report("a\\q"));   // no such escape
+  EXPECT_FALSE(name_from_report("a\\"));    // a lone trailing backslash
+  EXPECT_FALSE(name_from_report("a\\x4"));  // a cut escape
+  EXPECT_FALSE(name_from_report("a\x1b"));  // a raw control character
 }
 
 TEST(ReportCsv, PrefixesTextCellsThatASpreadsheetWouldRunAsFormulas) {
@@ -131,7 +131,8 @@ TEST(ReportCsv, PrefixesTextCellsThatASpreadsheetWouldRunAsFormulas) {
   report.rows.back().set("input_bytes", int64_t(0));
   std::string csv = report_csv(report);
   EXPECT_NE(csv.find("\r\nfile,\"'=HYPERLINK(\"\"http://x\"\")\",rank0_trace.json,"), std::string::npos) << csv;
-  for (const char* cell : {"\r\nfile,'+1,", "\r\nfile,'-1,", "\r\nfile,'@SUM(A1),", "\r\nfile,''quoted,", "\r\nfile,a=b,"})
+  for (const char* cell :
+       {"\r\nfile,'+1,", "\r\nfile,'-1,", "\r\nfile,'@SUM(A1),", "\r\nfile,''quoted,", "\r\nfile,a=b,"})
     EXPECT_NE(csv.find(cell), std::string::npos) << cell << "\n" << csv;
   EXPECT_EQ(csv.find(",'100,"), std::string::npos);  // numbers never
   EXPECT_NE(csv.find(",100,"), std::string::npos);
@@ -152,7 +153,8 @@ TEST(ReportReader, RefusesACorruptPartialReportNamingTheField) {
       {R"("status": "ok")", R"("status": null)", "rows[0].status: missing"},
       {R"("input_bytes": 100)", R"("input_bytes": "lots")", "rows[0].input_bytes: expected an integer"},
       {R"("input_bytes": 100)", R"("input_bytes": 1e300)", "rows[0].input_bytes: expected an integer"},
-      {R"("input_bytes": 100)", R"("input_bytes": 9223372036854775813)", "rows[0].input_bytes: an integer beyond int64"},
+      {R"("input_bytes": 100)", R"("input_bytes": 9223372036854775813)",
+       "rows[0].input_bytes: an integer beyond int64"},
       {R"("input_bytes": 100)", R"("input_bytes": -1)", "rows[0].input_bytes: expected a non-negative integer"},
       {R"("input_bytes": 100)", R"("input_bytes": 100.5)", "rows[0].input_bytes: expected an integer"},
       {R"("compaction_ratio": 2.5000)", R"("compaction_ratio": -2.5)", "rows[0].compaction_ratio: expected a finite"},
@@ -199,36 +201,54 @@ TEST(ReportReader, RefusesACorruptPartialReportNamingTheField) {
       {R"("digest": ")", R"("digest": "x)", "plan.digest: expected 64 lower-case hex digits"},
       {R"("digest": ")", R"("digest": 7, "x": ")", "plan.x: unknown key"},
       {R"("count": 2,)", R"("count": -2,)", "plan.count: expected an integer from 0 to"},
-      {R"("count": 2,)", R"("count": 3,)", "plan.iterations: 1 iterations, not the 2 positions of shard 0/2 in a plan of 3"},
+      {R"("count": 2,)", R"("count": 3,)",
+       "plan.iterations: 1 iterations, not the 2 positions of shard 0/2 in a plan of 3"},
       {R"("count": 2,)", R"("count": 2000000000000,)", "plan.count: expected an integer from 0 to 1099511627776"},
       {R"("r/it"
-    ])", R"("r/it", "r/next"
-    ])", "plan.iterations: 2 iterations, not the 1 positions of shard 0/2 in a plan of 2"},
+    ])",
+       R"("r/it", "r/next"
+    ])",
+       "plan.iterations: 2 iterations, not the 1 positions of shard 0/2 in a plan of 2"},
       {R"("r/it"
-    ])", R"("../r"
-    ])", "plan.iterations[0]: not a directory under the root"},
+    ])",
+       R"("../r"
+    ])",
+       "plan.iterations[0]: not a directory under the root"},
       {R"("r/it"
-    ])", R"("/r/it"
-    ])", "plan.iterations[0]: not a directory under the root"},
+    ])",
+       R"("/r/it"
+    ])",
+       "plan.iterations[0]: not a directory under the root"},
       {R"("r/it"
-    ])", R"(""
-    ])", "plan.iterations[0]: not a directory under the root"},
+    ])",
+       R"(""
+    ])",
+       "plan.iterations[0]: not a directory under the root"},
       {R"("r/it"
-    ])", R"("r/\\x00"
-    ])", "plan.iterations[0]: not a directory under the root"},
+    ])",
+       R"("r/\\x00"
+    ])",
+       "plan.iterations[0]: not a directory under the root"},
       {R"("r/it"
-    ])", R"("r\u001b"
-    ])", "plan.iterations[0]: not text as tracelane writes it"},
+    ])",
+       R"("r\u001b"
+    ])",
+       "plan.iterations[0]: not text as tracelane writes it"},
       {R"("r/it"
-    ])", R"(7
-    ])", "plan.iterations[0]: expected a string"},
+    ])",
+       R"(7
+    ])",
+       "plan.iterations[0]: expected a string"},
       {R"("iterations": [
       "r/it"
-    ])", R"("iterations": "r/it")", "plan.iterations: expected an array"},
+    ])",
+       R"("iterations": "r/it")", "plan.iterations: expected an array"},
       // A row of an iteration the shard did not take.
       {R"("r/it"
-    ])", R"("r/is"
-    ])", "rows[0].dir: not one of the plan's iterations"},
+    ])",
+       R"("r/is"
+    ])",
+       "rows[0].dir: not one of the plan's iterations"},
   };
   for (const Case& c : cases) {
     std::string error = reading_error(replaced(json, c.from, c.to));
@@ -245,7 +265,8 @@ TEST(ReportReader, RefusesAnUnshardedPlanWhoseDigestIsNotItsList) {
   std::string json = report_json(report);
   EXPECT_EQ(reading_error(json), "");
   std::string digest = whole_plan({"r/a"}).digest;
-  EXPECT_NE(reading_error(replaced(json, digest, whole_plan({"r/b"}).digest)).find("plan.digest: not the digest of the iterations listed"),
+  EXPECT_NE(reading_error(replaced(json, digest, whole_plan({"r/b"}).digest))
+                .find("plan.digest: not the digest of the iterations listed"),
             std::string::npos);
   // Not a check a shard's report can make: it holds only its share of the list.
 }
@@ -275,7 +296,8 @@ TEST(ReportCombine, ABadPartialReportIsAFailedProblemRowNotADroppedShard) {
   std::string csv = report_csv(combined.report);
   EXPECT_NE(csv.find("problem,.,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("shard-1.json: rows[3].status"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("missing shards: 1 (of 2); 1 of the plan's 2 iterations are in no report given"), std::string::npos)
+  EXPECT_NE(csv.find("missing shards: 1 (of 2); 1 of the plan's 2 iterations are in no report given"),
+            std::string::npos)
       << csv;
   EXPECT_NE(csv.find("\r\ntotal,"), std::string::npos);
   // The total row's status, then its empty error, gpu_window_us and gpu_busy.
@@ -343,9 +365,10 @@ TEST(ReportSchema2, APreviousReleasesPartialReportReadsUnderTheColumnNamesNow) {
   new_shard = parse_report_json(report_json(new_shard), "shard-1.json");
   Combined mixed = combine_reports({old_shard, new_shard});
   ASSERT_EQ(mixed.problems.size(), 2u);
-  EXPECT_EQ(mixed.problems[0], "shard-0.json: shard 0/2 records no iteration plan (a report of schema 3 or older, or a "
-                               "combined report that did not account for its plan), so nothing shows it split the "
-                               "list the others did; left out (sweep it again)");
+  EXPECT_EQ(mixed.problems[0],
+            "shard-0.json: shard 0/2 records no iteration plan (a report of schema 3 or older, or a "
+            "combined report that did not account for its plan), so nothing shows it split the "
+            "list the others did; left out (sweep it again)");
   EXPECT_EQ(mixed.problems[1], "missing shards: 0 (of 2); 1 of the plan's 2 iterations are in no report given");
   EXPECT_TRUE(has_failures(mixed.report.rows));
   EXPECT_NE(report_csv(mixed.report).find(",gpu_flow_endpoints_mapped,"), std::string::npos);
@@ -357,7 +380,8 @@ TEST(ReportSchema2, ACorruptPreviousReleasesReportNamesTheFieldAsTheFileDoes) {
   std::string json = schema2_report(0);
   std::string totals = "\"flows_mapped\": 72,", edited = "\"flows_mapped\": 73,";
   ASSERT_NE(json.find(totals), std::string::npos);
-  EXPECT_NE(reading_error(json.replace(json.find(totals), totals.size(), edited)).find("totals.flows_mapped: 73 does not match"),
+  EXPECT_NE(reading_error(json.replace(json.find(totals), totals.size(), edited))
+                .find("totals.flows_mapped: 73 does not match"),
             std::string::npos);
 }
 
@@ -399,10 +423,12 @@ TEST(ReportCombine, RowsGivenTwiceAreNamedAndTheSecondLeftOut) {
   shard0.rows.push_back(merge);
   Combined combined = combine_reports({shard0, partial_with_rows(1, 2, plan, "s1.json")});
   ASSERT_EQ(combined.problems.size(), 1u);
-  EXPECT_EQ(combined.problems[0],
-            "rows given twice (the second left out): a/rank0_trace.json (s0.json, s0.json) a (merge) (s0.json, s0.json)");
+  EXPECT_EQ(
+      combined.problems[0],
+      "rows given twice (the second left out): a/rank0_trace.json (s0.json, s0.json) a (merge) (s0.json, s0.json)");
   size_t rows_of_a = 0;
-  for (const Row& row : combined.report.rows) rows_of_a += row.kind != RowKind::problem && row.get("dir") == Cell(std::string("a"));
+  for (const Row& row : combined.report.rows)
+    rows_of_a += row.kind != RowKind::problem && row.get("dir") == Cell(std::string("a"));
   EXPECT_EQ(rows_of_a, 2u);
   EXPECT_TRUE(has_failures(combined.report.rows));
 
@@ -454,8 +480,10 @@ TEST(ReportCombine, IterationsThatAreNotThePlanOrNotAtTheirShardsPositionsAreRef
   Combined other = combine_reports({shard_taking(0, {"a", "c"}), shard_taking(1, {"b", "x"})});
   ASSERT_EQ(other.problems.size(), 1u);
   EXPECT_EQ(other.problems[0], "the iterations the reports took (4, digest " +
-                                   short_digest(whole_plan({"a", "b", "c", "x"}).digest) + ") are not their plan (4 "
-                                   "iterations, digest " + short_digest(whole_plan(plan).digest) + ")");
+                                   short_digest(whole_plan({"a", "b", "c", "x"}).digest) +
+                                   ") are not their plan (4 "
+                                   "iterations, digest " +
+                                   short_digest(whole_plan(plan).digest) + ")");
   // A row outside its report's share is left out, named.
   Report stray = shard_taking(0, {"a", "c"});
   stray.rows.push_back(named_file_row("b", "rank0_trace.json"));

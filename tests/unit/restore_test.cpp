@@ -25,7 +25,8 @@ std::string untidy_trace() {
   return "{ \"schemaVersion\":1,\"deviceProperties\" : [ {\"id\": 0} ],\n\t\"traceEvents\":[  "
          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"a\", \"pid\": 0, \"tid\": 7, \"ts\": 10.5, \"dur\": 5, "
          "\"args\": {\"stream\": 7, \"correlation\": 1}} ,\n"
-         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":9,\"ts\":11,\"dur\":2,\"args\":{\"stream\":9}},"
+         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":9,\"ts\":11,\"dur\":2,\"args\":{\"stream\":"
+         "9}},"
          "\r\n  " +
          annotation(0, 7, "10", "8", "step") + ",  " + annotation(0, 9, "10.5", "8", "step") + ",\n" +
          flow("s", "ac2g", "5", 1, 1, "9") + ",\n" + flow("f", "ac2g", "5", 0, 9, "11") + ",\n" +
@@ -96,10 +97,13 @@ TEST(Restore, GivesEachRankOfAMergeBack) {
   auto rank = [](int r, int64_t base) {
     std::vector<std::string> events = {
         R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": 1.25, "dur": 1})",
-        kernel(0, 7, "10.001", "5", "k"), kernel(0, 8, "12", "5", "k2"),
+        kernel(0, 7, "10.001", "5", "k"),
+        kernel(0, 8, "12", "5", "k2"),
         metadata("process_sort_index", 0, 0, R"({"sort_index": 3})"),
-        metadata("thread_name", 100, 100, R"({"name": "main"})"), annotation(0, 7, "9", "9", "PP:F0"),
-        flow("s", "ac2g", "3", 100, 100, "1.5"), flow("f", "ac2g", "3", 0, 7, "10.001")};
+        metadata("thread_name", 100, 100, R"({"name": "main"})"),
+        annotation(0, 7, "9", "9", "PP:F0"),
+        flow("s", "ac2g", "3", 100, 100, "1.5"),
+        flow("f", "ac2g", "3", 0, 7, "10.001")};
     return trace_json(events, R"("distributedInfo": {"backend": "nccl", "rank": )" + std::to_string(r) +
                                   R"(, "world_size": 2}, "baseTimeNanoseconds": )" + std::to_string(base));
   };
@@ -218,10 +222,20 @@ TEST(RestoreProperty, RandomTracesComeBackByteForByte) {
       int64_t ts = pick(100000), dur = pick(5000);
       int stream = 7 + pick(6);
       switch (pick(6)) {
-        case 0: case 1: case 2: json += kernel(pick(2), stream, number(ts), number(dur), "k" + std::to_string(pick(4))); break;
-        case 3: json += annotation(0, stream, number(ts), number(dur + 100), pick(2) ? "PP:F0" : "step"); break;
-        case 4: json += flow(pick(2) ? "s" : "f", "ac2g", std::to_string(pick(20)), pick(2) ? 0 : 100, stream, number(ts)); break;
-        default: json += R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": )" + number(ts) + ", \"dur\": 3}";
+        case 0:
+        case 1:
+        case 2:
+          json += kernel(pick(2), stream, number(ts), number(dur), "k" + std::to_string(pick(4)));
+          break;
+        case 3:
+          json += annotation(0, stream, number(ts), number(dur + 100), pick(2) ? "PP:F0" : "step");
+          break;
+        case 4:
+          json += flow(pick(2) ? "s" : "f", "ac2g", std::to_string(pick(20)), pick(2) ? 0 : 100, stream, number(ts));
+          break;
+        default:
+          json += R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": )" + number(ts) +
+                  ", \"dur\": 3}";
       }
     }
     json += ",\n" + kernel(0, 7, "1", "1");  // at least one measured slice

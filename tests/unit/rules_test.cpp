@@ -25,9 +25,9 @@ TEST(Rules, TheDefaultsAreSpec3InOrder) {
   const Rules& rules = Rules::defaults();
   std::vector<std::string> ids;
   for (const auto& g : rules.groups()) ids.push_back(g.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"compute", "symmetric_memory_barrier", "nccl_all_gather",
-                                           "nccl_reduce_scatter", "nccl_all_reduce", "nccl_other", "memcpy",
-                                           "memset", "sync"}));
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"compute", "symmetric_memory_barrier", "nccl_all_gather", "nccl_reduce_scatter",
+                                      "nccl_all_reduce", "nccl_other", "memcpy", "memset", "sync"}));
   auto id = [&](std::string_view cat, std::string_view name) { return rules.groups()[rules.classify(cat, name)].id; };
   EXPECT_EQ(id("gpu_memcpy", "ncclKernel_AllGather"), "memcpy");  // cat first
   EXPECT_EQ(id("kernel", "ncclDevKernel_AllGather_RING"), "nccl_all_gather");
@@ -70,13 +70,16 @@ TEST(Rules, BadFilesFailNamingTheRule) {
   EXPECT_NE(error_of(R"({"classify": [{"group": "a"}, {"name_regex": "([", "group": "b"}]})")
                 .find("rules.json: classify rule #2 (group \"b\"): invalid name_regex"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"classify": [{"nme_regex": "x", "group": "b"}]})").find("classify rule #1 (group \"b\"): unknown key \"nme_regex\""),
+  EXPECT_NE(error_of(R"({"classify": [{"nme_regex": "x", "group": "b"}]})")
+                .find("classify rule #1 (group \"b\"): unknown key \"nme_regex\""),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"classify": [{"cat": "kernel"}]})").find("classify rule #1: needs a non-empty string \"group\""),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"classify": [{"cat": "kernel"}]})").find("classify rule #1: needs a non-empty string \"group\""),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"classify": [{"cat": "kernel", "group": "g"}]})").find("\"cat\" must be a list of strings"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"groups": [{"id": "a"}, {"id": "a"}], "classify": []})").find("group #2: group \"a\" is listed twice"),
+  EXPECT_NE(error_of(R"({"groups": [{"id": "a"}, {"id": "a"}], "classify": []})")
+                .find("group #2: group \"a\" is listed twice"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"clasify": []})").find("unknown key \"clasify\""), std::string::npos);
   EXPECT_NE(error_of(R"([1])").find("rules.json: not a JSON object"), std::string::npos);
@@ -109,9 +112,10 @@ TEST(Rules, CompactionUsesTheRulesForLanesAndArrows) {
                              "r.json");
   CompactOptions options;
   options.rules = &rules;
-  auto json = trace_json({kernel(0, 7, "0", "10", "sm90_gemm"), kernel(0, 8, "20", "10", "elementwise"),
-                          R"({"ph": "X", "cat": "gpu_user_annotation", "name": "PIPE:0RECV_F0", "pid": 0, "tid": 8, "ts": 20, "dur": 2, "args": {}})",
-                          R"({"ph": "X", "cat": "gpu_user_annotation", "name": "PIPE:0F0", "pid": 0, "tid": 8, "ts": 24, "dur": 6, "args": {}})"});
+  auto json = trace_json(
+      {kernel(0, 7, "0", "10", "sm90_gemm"), kernel(0, 8, "20", "10", "elementwise"),
+       R"({"ph": "X", "cat": "gpu_user_annotation", "name": "PIPE:0RECV_F0", "pid": 0, "tid": 8, "ts": 20, "dur": 2, "args": {}})",
+       R"({"ph": "X", "cat": "gpu_user_annotation", "name": "PIPE:0F0", "pid": 0, "tid": 8, "ts": 24, "dur": 6, "args": {}})"});
   auto result = compact_text(json, options);
   EXPECT_EQ(result.summary.lanes_by_group.at("gemm"), 1u);
   EXPECT_EQ(result.summary.lanes_by_group.at("compute"), 1u);
@@ -170,9 +174,10 @@ TEST(Rules, PpPatternsMatchLongNamesWithoutCrashing) {
 
 TEST(Rules, PatternsRe2CannotRunAreErrorsNamingTheRule) {
   // Lookaround and backreferences need backtracking: RE2 has neither, and says so at load.
-  EXPECT_NE(error_of(R"J({"classify": [{"group": "a"}, {"name_regex": "(?=x)", "group": "attn"}]})J")
-                .find("rules.json: classify rule #2 (group \"attn\"): invalid name_regex \"(?=x)\": invalid perl operator"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"J({"classify": [{"group": "a"}, {"name_regex": "(?=x)", "group": "attn"}]})J")
+          .find("rules.json: classify rule #2 (group \"attn\"): invalid name_regex \"(?=x)\": invalid perl operator"),
+      std::string::npos);
   EXPECT_NE(error_of(R"J({"classify": [{"name_regex": "(a)\\1", "group": "a"}]})J")
                 .find("classify rule #1 (group \"a\"): invalid name_regex \"(a)\\1\": invalid escape sequence"),
             std::string::npos);
@@ -185,9 +190,10 @@ TEST(Rules, PatternsRe2CannotRunAreErrorsNamingTheRule) {
                       "failed (each of this file's 1 regexes may use 8192 KiB)"),
             std::string::npos);
   // Nested counted repetition past RE2's limit of 1000 is refused as such.
-  EXPECT_NE(error_of(R"J({"classify": [{"name_regex": "((\\w{50}){50})", "group": "a"}]})J")
-                .find("classify rule #1 (group \"a\"): invalid name_regex \"((\\w{50}){50})\": invalid repetition size"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"J({"classify": [{"name_regex": "((\\w{50}){50})", "group": "a"}]})J")
+          .find("classify rule #1 (group \"a\"): invalid name_regex \"((\\w{50}){50})\": invalid repetition size"),
+      std::string::npos);
 }
 
 TEST(Rules, RegexMemoryIsBoundedPerFile) {

@@ -1,6 +1,6 @@
 // The JSON summaries (SPEC 6, 8): key order and number formatting.
-#include "test_support.hpp"
 #include "tracelane/summary.hpp"
+#include "test_support.hpp"
 
 using namespace tracelane;
 using namespace tracelane::testing;

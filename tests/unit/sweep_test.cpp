@@ -339,8 +339,15 @@ static Row merge_row_with_figures() {
   figures.window_us = 123456.789;
   figures.timeline.start_us = 1700000000000000.5;
   figures.timeline.end_us = figures.timeline.start_us + figures.window_us;
-  const char* groups[] = {"compute", "memcpy", "memset", "nccl_all_gather", "nccl_all_reduce", "nccl_broadcast",
-                          "nccl_reduce_scatter", "nccl_send_recv", "sync"};
+  const char* groups[] = {"compute",
+                          "memcpy",
+                          "memset",
+                          "nccl_all_gather",
+                          "nccl_all_reduce",
+                          "nccl_broadcast",
+                          "nccl_reduce_scatter",
+                          "nccl_send_recv",
+                          "sync"};
   for (int64_t rank = 0; rank < 8; ++rank) {
     figures.bubble[rank] = int(rank * 1000 + 7);
     for (const char* group : groups) {

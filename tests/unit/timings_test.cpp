@@ -10,9 +10,7 @@ namespace {
 
 TEST(Timings, ScopesNestIntoATreeInTheOrderTheyOpened) {
   Timings timings;
-  {
-    Timings::Scope read(&timings, "read");
-  }
+  { Timings::Scope read(&timings, "read"); }
   {
     Timings::Scope compact(&timings, "compact");
     { Timings::Scope pass(&timings, "extract_slices"); }

@@ -78,7 +78,9 @@ TEST(TraceJob, TheStepsGiveWhatTheCoreGivesAndAreTimedByName) {
   EXPECT_EQ(text, write_compacted(compact_trace(parse_trace(rank_trace(0), input.string()), {})));
   fs::path output = dir.path / "out.json.gz";
   uint64_t bytes = write_output_step(output, compacted_text(compacted), false, {{input.filename().string(), identity}},
-                                     job.recipe(true), job, [](uint64_t size) { return OutputRecords{std::to_string(size), ""}; });
+                                     job.recipe(true), job, [](uint64_t size) {
+                                       return OutputRecords{std::to_string(size), ""};
+                                     });
   EXPECT_EQ(read_trace_bytes(output), text);
   EXPECT_EQ(bytes, fs::file_size(output));
   if (auto record = read_record(output)) {  // a file system without user extended attributes keeps none

@@ -12,8 +12,8 @@
 #include <tbb/task_arena.h>
 #include <unistd.h>
 
-#include <boost/filesystem.hpp>
 #include <algorithm>
+#include <boost/filesystem.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -88,9 +88,9 @@ Streamed stream(const TraceText& text, const OutputEncoding& encoding, int threa
   size_t at = 0;
   while (at < got.size() && at < want.size() && got[at] == want[at]) ++at;
   size_t from = at < 40 ? 0 : at - 40;
-  return ::testing::AssertionFailure() << "sizes " << got.size() << " vs " << want.size() << ", first difference at byte "
-                                       << at << ":\n  got  ..." << got.substr(from, 100) << "\n  want ..."
-                                       << want.substr(from, 100);
+  return ::testing::AssertionFailure() << "sizes " << got.size() << " vs " << want.size()
+                                       << ", first difference at byte " << at << ":\n  got  ..."
+                                       << got.substr(from, 100) << "\n  want ..." << want.substr(from, 100);
 }
 
 // A trace of `kernels` kernels on six streams of GPU 0 with what compaction and merge
@@ -241,10 +241,18 @@ TEST(Xxhash64Streaming, PiecesOfAnySizeHashLikeTheWhole) {
         while (at < text.size()) {
           size_t piece;
           switch (rng() % 4) {
-            case 0: piece = 0; break;
-            case 1: piece = 1 + rng() % 31; break;
-            case 2: piece = 32 + rng() % 100; break;
-            default: piece = rng() % 3000; break;
+            case 0:
+              piece = 0;
+              break;
+            case 1:
+              piece = 1 + rng() % 31;
+              break;
+            case 2:
+              piece = 32 + rng() % 100;
+              break;
+            default:
+              piece = rng() % 3000;
+              break;
           }
           piece = std::min(piece, text.size() - at);
           hash.update(std::string_view(text).substr(at, piece));
@@ -533,8 +541,8 @@ TEST(TraceOutput, AnOutputWithNoEventsWrittenIsTheWholeText) {
 // An empty traceEvents, written around a trace of no events (a TraceText made by hand:
 // compaction refuses such a trace).
 TEST(TraceOutput, AnEmptyTraceEventsIsTheWholeText) {
-  Trace trace = parse_trace(R"({"schemaVersion": 1, "traceEvents": [], "cuda_graph_stream_compaction": {"a": 1}})",
-                            "empty.json");
+  Trace trace =
+      parse_trace(R"({"schemaVersion": 1, "traceEvents": [], "cuda_graph_stream_compaction": {"a": 1}})", "empty.json");
   TraceText text;
   text.top = &trace;
   text.runs.push_back({&trace.events, {}});
@@ -684,23 +692,36 @@ struct TempDir {
   }
 };
 
-void write_file(const fs::path& path, const std::string& text) { std::ofstream(path.string(), std::ios::binary) << text; }
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path.string(), std::ios::binary) << text;
+}
 
 // What the forked child's exit status says.
 std::string child_status(int status) {
   if (!WIFEXITED(status)) return "killed by signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : -1);
   switch (WEXITSTATUS(status)) {
-    case 0: return "ok";
-    case 10: return "compact: the write did not fail";
-    case 11: return "compact: failed, but not for the file size limit";
-    case 12: return "compact: failed with something other than tracelane::Error";
-    case 13: return "compact: the directory holds more than the input afterwards";
-    case 20: return "merge: the write did not fail";
-    case 21: return "merge: failed, but not for the file size limit";
-    case 22: return "merge: failed with something other than tracelane::Error";
-    case 23: return "merge: the directory holds more than the input afterwards";
-    case 30: return "could not set the file size limit";
-    default: return "exit status " + std::to_string(WEXITSTATUS(status));
+    case 0:
+      return "ok";
+    case 10:
+      return "compact: the write did not fail";
+    case 11:
+      return "compact: failed, but not for the file size limit";
+    case 12:
+      return "compact: failed with something other than tracelane::Error";
+    case 13:
+      return "compact: the directory holds more than the input afterwards";
+    case 20:
+      return "merge: the write did not fail";
+    case 21:
+      return "merge: failed, but not for the file size limit";
+    case 22:
+      return "merge: failed with something other than tracelane::Error";
+    case 23:
+      return "merge: the directory holds more than the input afterwards";
+    case 30:
+      return "could not set the file size limit";
+    default:
+      return "exit status " + std::to_string(WEXITSTATUS(status));
   }
 }
 
@@ -786,11 +807,11 @@ TEST(TraceOutputStep, TheRecordsGetTheSizeOfTheFileWritten) {
     SCOPED_TRACE(name);
     fs::path output = dir.path / name;
     uint64_t seen = 0;
-    uint64_t bytes = cli::write_output_step(output, compacted_text(compacted), false, {}, job.recipe(true), job,
-                                            [&](uint64_t size) {
-                                              seen = size;
-                                              return cli::OutputRecords{};
-                                            });
+    uint64_t bytes =
+        cli::write_output_step(output, compacted_text(compacted), false, {}, job.recipe(true), job, [&](uint64_t size) {
+          seen = size;
+          return cli::OutputRecords{};
+        });
     EXPECT_EQ(seen, bytes);
     EXPECT_EQ(bytes, fs::file_size(output));
     EXPECT_TRUE(same_text(cli::read_trace_bytes(output), whole));

@@ -52,8 +52,8 @@ TEST(Scanner, AnEventAcrossAChunkEdgeStaysWholeInTheNextChunk) {
   // A limit of 20 bytes ends inside the second event: the first chunk stops at the ','
   // before it, and the next chunk starts on that same ','.
   std::string json = R"({"traceEvents": [{"n": 1}, {"name": "long enough"}, {"n": 3}]})";
-  EXPECT_EQ(chunk_texts(json, 20), (std::vector<std::string>{R"([{"n": 1},)", R"(, {"name": "long enough"},)",
-                                                              R"(, {"n": 3}])"}));
+  EXPECT_EQ(chunk_texts(json, 20),
+            (std::vector<std::string>{R"([{"n": 1},)", R"(, {"name": "long enough"},)", R"(, {"n": 3}])"}));
 }
 
 TEST(Scanner, AnEventLargerThanTheLimitIsAChunkByItself) {
@@ -83,8 +83,10 @@ TEST(Scanner, MismatchedBracketsAreReportedAtTheirByte) {
 
 TEST(Scanner, ATruncatedDocumentSaysWhereItEnds) {
   std::string json = R"({"traceEvents": [{"n": 1}, {"n")";
-  EXPECT_EQ(scan_failure(json), "invalid JSON: the document does not end with '}' (truncated, or trailing content) "
-                                "(byte " + std::to_string(json.size() - 1) + ")");
+  EXPECT_EQ(scan_failure(json),
+            "invalid JSON: the document does not end with '}' (truncated, or trailing content) "
+            "(byte " +
+                std::to_string(json.size() - 1) + ")");
 }
 
 TEST(Scanner, CountsTheEventsOfEachChunk) {
@@ -149,8 +151,8 @@ TEST(GrammarCheck, AnInvalidSkippedValueIsReportedAtItsByte) {
 TEST(GrammarCheck, ABadEscapeInTheChunkedPathIsReportedAtItsByteInTheWholeDocument) {
   std::string json = R"({"traceEvents": [{"n": 1}, {"n": 2}, {"name": "a\qb"}], "z": 1})";
   size_t at = json.find("\"a\\q");
-  std::string expected = "t.json: invalid JSON in event #2: a string has an escape JSON does not have (byte " +
-                         std::to_string(at) + ")";
+  std::string expected =
+      "t.json: invalid JSON in event #2: a string has an escape JSON does not have (byte " + std::to_string(at) + ")";
   EXPECT_EQ(tracelane::testing::error_message([&] { parse_trace(json, "t.json"); }), expected);
   EXPECT_EQ(tracelane::testing::error_message([&] { parse_trace(json, "t.json", {.max_document_bytes = 24}); }),
             expected);
@@ -229,12 +231,24 @@ std::string tricky_trace(size_t events) {
   for (size_t i = 0; i < events; ++i) {
     if (i > 0) json += i % 3 ? ",\n  " : ",";
     switch (i % 6) {
-      case 0: json += R"({"name": "a}, {b", "args": {"s": "},{\"}, {"}})"; break;
-      case 1: json += R"({"args": {"list": [{"a": 1}, {"b": [2, {"c": 3}]},\n {"d": 4}]}})"; break;
-      case 2: json += R"({"name": ")" + std::string(i % 7 * 40, 'x') + R"(", "n": )" + std::to_string(i) + "}"; break;
-      case 3: json += R"([{"x": 1}, {"y": 2}])"; break;
-      case 4: json += R"({"e": "\\", "f": {"g": {}}, "h": "}, {"})"; break;
-      default: json += R"({"n": "a}, {[)" + std::string(100, 'b') + R"("})"; break;
+      case 0:
+        json += R"({"name": "a}, {b", "args": {"s": "},{\"}, {"}})";
+        break;
+      case 1:
+        json += R"({"args": {"list": [{"a": 1}, {"b": [2, {"c": 3}]},\n {"d": 4}]}})";
+        break;
+      case 2:
+        json += R"({"name": ")" + std::string(i % 7 * 40, 'x') + R"(", "n": )" + std::to_string(i) + "}";
+        break;
+      case 3:
+        json += R"([{"x": 1}, {"y": 2}])";
+        break;
+      case 4:
+        json += R"({"e": "\\", "f": {"g": {}}, "h": "}, {"})";
+        break;
+      default:
+        json += R"({"n": "a}, {[)" + std::string(100, 'b') + R"("})";
+        break;
     }
   }
   json += R"(], "after": [{"looks": "like"}, {"an": "event"}, {"but": 1}], "z": {}})";
@@ -260,7 +274,7 @@ TEST(ScannerSegments, ABadDocumentGetsTheSerialScansMessage) {
   bad.push_back(mismatched);
   bad.push_back(good.substr(0, good.size() / 2));  // truncated inside the list
   bad.push_back(good.substr(0, list_end - 40));
-  std::string missing_comma = good;  // two late events with no separator between them
+  std::string missing_comma = good;                         // two late events with no separator between them
   size_t separator = good.rfind("},\n  {", list_end - 60);  // a raw newline: not in a string
   ASSERT_NE(separator, std::string::npos);
   missing_comma.erase(separator + 1, 1);
