@@ -8,8 +8,8 @@ int run_compact(int argc, char** argv);  // compact_command.cpp
 int run_merge(int argc, char** argv);    // merge_command.cpp
 int run_restore(int argc, char** argv);  // restore_command.cpp
 int run_rules(int argc, char** argv);    // rules_command.cpp
-int run_sweep(int argc, char** argv);    // sweep.cpp
-int run_report(int argc, char** argv);   // report_command.cpp
+int run_sweep(int argc, char** argv);    // sweep/sweep_command.cpp
+int run_report(int argc, char** argv);   // report/report_command.cpp
 int run_check(int argc, char** argv);    // check_command.cpp: the verifier, src/check/check.hpp
 
 }  // namespace tracelane::cli

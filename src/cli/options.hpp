@@ -1,7 +1,7 @@
 // What every command shares on its command line: the exit statuses, the options of the
 // commands that write a trace (-o, --overwrite, --level, --rules, --timings, --preview,
 // --no-restore-data), and the Boost.Program_options parsing with its --help and usage
-// errors, written once. Each command (compact_command.cpp, sweep.cpp, ...) declares its
+// errors, written once. Each command (compact_command.cpp, sweep/sweep_command.cpp, ...) declares its
 // own options and hands them to parse_command_line.
 #pragma once
 

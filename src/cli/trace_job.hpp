@@ -24,7 +24,7 @@
 
 #include "files.hpp"
 #include "options.hpp"
-#include "report.hpp"
+#include "report/report.hpp"
 #include "tracelane/compact.hpp"
 #include "tracelane/figures.hpp"
 #include "tracelane/gzip.hpp"

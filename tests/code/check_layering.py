@@ -8,7 +8,8 @@ lines of src/ and include/:
   command line (src/cli) nor of the verifier (src/check);
 - the verifier (src/check) includes nothing of tracelane's but its own files: it shares no
   code with the compactor it checks;
-- in src/cli, only check_command.cpp (the verifier's command) includes src/check.
+- in src/cli, only check_command.cpp (the verifier's command) includes src/check;
+- the report (src/cli/report) includes nothing of the sweep (src/cli/sweep).
 
 Usage: check_layering.py [REPO_ROOT]   (default: the checkout this file is in)
 Prints each violation and exits 1, or prints the counts and exits 0.
@@ -93,6 +94,10 @@ def module_graph(graph):
 
 
 def part_of(path):
+    if path.startswith("src/cli/report/"):
+        return "report"
+    if path.startswith("src/cli/sweep/"):
+        return "sweep"
     if path.startswith("src/cli/"):
         return "cli"
     if path.startswith("src/check/"):
@@ -106,11 +111,15 @@ def layer_violations(graph):
         for target in sorted(edges):
             source_part, target_part = part_of(path), part_of(target)
             if source_part == "core" and target_part != "core":
-                found.append(f"{path} includes {target}: the core includes nothing of src/{target_part}")
+                where = "src/check" if target_part == "check" else "src/cli"
+                found.append(f"{path} includes {target}: the core includes nothing of {where}")
             elif source_part == "check" and target_part != "check":
                 found.append(f"{path} includes {target}: the verifier shares no code with the compactor")
-            elif source_part == "cli" and target_part == "check" and path != "src/cli/check_command.cpp":
+            elif source_part in ("cli", "report", "sweep") and target_part == "check" and \
+                    path != "src/cli/check_command.cpp":
                 found.append(f"{path} includes {target}: only check_command.cpp uses the verifier")
+            elif source_part == "report" and target_part == "sweep":
+                found.append(f"{path} includes {target}: the report includes nothing of the sweep")
     return found
 
 

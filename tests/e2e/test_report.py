@@ -228,7 +228,7 @@ def test_combine_never_writes_over_an_input(ctx, work):
     checks.check(result.returncode == 0, f"combine into a new directory: {e2e.describe(result)}")
 
 
-# Schema 3 renamed these columns to the summary keys (src/cli/report.hpp kRenamedColumns).
+# Schema 3 renamed these columns to the summary keys (src/cli/report/report.hpp kRenamedColumns).
 SCHEMA2_NAMES = {"gpu_flow_endpoints_mapped": "flows_mapped", "gpu_flow_endpoints_unmapped": "flows_unmapped",
                  "gpu_annotations_mapped": "annotations_mapped", "gpu_annotations_coalesced": "annotations_coalesced"}
 

@@ -38,8 +38,8 @@
 #include <string_view>
 #include <vector>
 
-#include "report.hpp"
-#include "report_html.hpp"
+#include "report/report.hpp"
+#include "report/report_html.hpp"
 #include "tracelane/trace.hpp"
 
 namespace {

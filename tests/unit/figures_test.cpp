@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "cli/report.hpp"
+#include "cli/report/report.hpp"
 #include "test_support.hpp"
 #include "tracelane/figures.hpp"
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/iteration_plan.hpp"
-#include "cli/report.hpp"
-#include "cli/sha256.hpp"
-#include "cli/sweep_plan.hpp"
+#include "cli/report/iteration_plan.hpp"
+#include "cli/report/report.hpp"
+#include "cli/report/sha256.hpp"
+#include "cli/sweep/sweep_plan.hpp"
 #include "tracelane/trace.hpp"
 
 using namespace tracelane::cli;

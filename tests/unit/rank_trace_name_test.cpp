@@ -4,8 +4,8 @@
 #include <limits>
 #include <string>
 
-#include "discovery.hpp"
 #include "files.hpp"
+#include "sweep/discovery.hpp"
 
 using tracelane::cli::is_rank_trace_name;
 

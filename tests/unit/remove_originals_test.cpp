@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "cli/files.hpp"
-#include "cli/remove_originals.hpp"
-#include "cli/report.hpp"
+#include "cli/report/report.hpp"
+#include "cli/sweep/remove_originals.hpp"
 #include "cli/tree_lock.hpp"
 #include "test_support.hpp"
 #include "tracelane/compact.hpp"

@@ -1,11 +1,11 @@
-// The HTML report's writer (src/cli/report_html.cpp): what reaches the page from a report,
+// The HTML report's writer (src/cli/report/report_html.cpp): what reaches the page from a report,
 // and how. The page itself is tested in a browser by tests/e2e/test_report_html.py.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "cli/report.hpp"
-#include "cli/report_html.hpp"
+#include "cli/report/report.hpp"
+#include "cli/report/report_html.hpp"
 #include "tracelane/trace.hpp"
 
 using namespace tracelane::cli;

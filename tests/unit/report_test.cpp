@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "cli/report.hpp"
+#include "cli/report/report.hpp"
 #include "tracelane/trace.hpp"
 
 using namespace tracelane::cli;

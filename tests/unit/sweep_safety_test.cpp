@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "cli/files.hpp"
-#include "cli/sweep.hpp"
+#include "cli/sweep/sweep.hpp"
 #include "cli/tree_lock.hpp"
 #include "tracelane/gzip.hpp"
 

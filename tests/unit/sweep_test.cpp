@@ -6,8 +6,8 @@
 #include <boost/filesystem.hpp>
 #include <fstream>
 
-#include "cli/report.hpp"
-#include "cli/sweep.hpp"
+#include "cli/report/report.hpp"
+#include "cli/sweep/sweep.hpp"
 #include "tracelane/figures.hpp"
 #include "tracelane/gzip.hpp"
 

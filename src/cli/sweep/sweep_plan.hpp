@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "discovery.hpp"
-#include "report.hpp"
+#include "report/report.hpp"
 #include "trace_job.hpp"
 #include "tracelane/compact.hpp"
 #include "tracelane/rules.hpp"

@@ -18,7 +18,7 @@
 #include "printable.hpp"
 #include "progress.hpp"
 #include "remove_originals.hpp"
-#include "report.hpp"
+#include "report/report.hpp"
 #include "sweep_graph.hpp"
 #include "tree_lock.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "report.hpp"
+#include "report/report.hpp"
 #include "sweep_plan.hpp"
 
 namespace tracelane::cli {

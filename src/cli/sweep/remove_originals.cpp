@@ -42,7 +42,7 @@
 #include "discovery.hpp"
 #include "memory_budget.hpp"
 #include "printable.hpp"
-#include "report.hpp"
+#include "report/report.hpp"
 #include "tracelane/gzip.hpp"
 #include "tracelane/restore.hpp"
 #include "tree_lock.hpp"
