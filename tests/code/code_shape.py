@@ -15,6 +15,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_layering as layering  # noqa: E402  the one definition of an include and a cycle
+
 args = [a for a in sys.argv[1:]]
 top_functions = 10
 if "--functions" in args:
@@ -27,7 +30,7 @@ sources = []
 for base in ("src", "include"):
     for folder, _, names in os.walk(os.path.join(root, base)):
         for name in names:
-            if name.endswith((".cpp", ".hpp", ".h", ".cc")):
+            if name.endswith((".cpp", ".hpp", ".h")):
                 sources.append(os.path.relpath(os.path.join(folder, name), root))
 sources.sort()
 
@@ -106,64 +109,6 @@ def functions(path):
     return found
 
 
-def include_graph():
-    graph = {}
-    for path in sources:
-        edges = set()
-        for line in open(os.path.join(root, path), encoding="utf-8", errors="replace"):
-            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
-            if not m:
-                continue
-            for base in (os.path.dirname(path), "src", "src/cli", "include"):
-                target = os.path.normpath(os.path.join(base, m.group(1)))
-                if target in sources:
-                    edges.add(target)
-                    break
-        graph[path] = edges
-    return graph
-
-
-def cycles(graph):
-    """Tarjan's strongly connected components of more than one file (or a self include)."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]; counter[0] += 1
-        stack.append(v); on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w); low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            part = []
-            while True:
-                w = stack.pop(); on.discard(w); part.append(w)
-                if w == v:
-                    break
-            if len(part) > 1 or v in graph[v]:
-                out.append(sorted(part))
-
-    sys.setrecursionlimit(10000)
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return out
-
-
-def header_cycles(graph):
-    """Cycles once a .cpp counts as part of its own header (x.cpp's includes are x.hpp's):
-    the layering a reader sees, 'compact uses merge, merge uses compact'."""
-    module = lambda p: re.sub(r"^include/tracelane/|^src/", "", os.path.splitext(p)[0])
-    merged = {}
-    for path, edges in graph.items():
-        merged.setdefault(module(path), set()).update(module(e) for e in edges if module(e) != module(path))
-    for m in list(merged):
-        merged[m] &= set(merged)
-    return cycles(merged)
-
-
 lines = sorted(((sum(1 for _ in open(os.path.join(root, p), encoding="utf-8", errors="replace")), p) for p in sources), reverse=True)
 print(f"# code shape of {root}")
 print("\n## largest source files (lines)")
@@ -176,8 +121,9 @@ for length, path, line, name in every[:top_functions]:
     print(f"{length:6d}  {path}:{line}  {name}")
 print(f"  functions over 60 lines: {sum(1 for f in every if f[0] > 60)}")
 print("\n## include cycles (files, then modules: a .cpp counted with its header)")
-graph = include_graph()
-file_cycles, module_cycles = cycles(graph), header_cycles(graph)
+graph = layering.include_graph(root, sources)
+file_cycles = layering.cycles(graph)
+module_cycles = layering.cycles(layering.module_graph(graph))
 print(f"  file-level: {len(file_cycles)}")
 for part in file_cycles:
     print("   ", " <-> ".join(part))
