@@ -238,16 +238,13 @@ Check verify(const OriginalFile& file, uint64_t max_bytes) {
   return {Check::verified, {}, 0, copy_identity};
 }
 
-}  // namespace
-
-std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget, int jobs,
-                                              const std::function<void(const std::string&)>& error) {
+// Step 2 for every file not refused already, in parallel under the budget (the sweep's
+// Admission counts the costs; the jobs are never part of a merge group).
+std::vector<Check> verify_all(const std::vector<OriginalFile>& files, uint64_t memory_budget, int jobs) {
   std::vector<Check> checks(files.size(), kept("not verified"));
   std::vector<uint64_t> estimates(files.size());
   const uint64_t memory = memory_limit();
 
-  // Verification, in parallel under the budget. The Admission of the sweep counts the
-  // costs; jobs are never part of a merge group.
   Admission admission(memory_budget);
   for (size_t i = 0; i < files.size(); ++i) {
     if (files[i].refusal) {
@@ -293,7 +290,97 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
     start(std::move(first));
     group.wait();
   });
+  return checks;
+}
 
+// Step 3 for one iteration's files (`members`): all removed, or none. A file kept says why
+// in its verdict; `checks` of those kept here become kept.
+void remove_iteration(const std::vector<OriginalFile>& files, const std::vector<size_t>& members,
+                      std::vector<Check>& checks, std::vector<OriginalVerdict>& verdicts) {
+  auto keep_all = [&](size_t because) {
+    for (size_t i : members)
+      if (checks[i].kind == Check::verified)
+        verdicts[i].reason = files[because].name +
+                             " of this iteration is kept, and an iteration's originals are "
+                             "removed all together or not at all";
+  };
+  size_t blocker = SIZE_MAX;
+  for (size_t i : members)
+    if (checks[i].kind != Check::verified && blocker == SIZE_MAX) blocker = i;
+  if (blocker != SIZE_MAX) {
+    keep_all(blocker);
+    return;
+  }
+  // The directory's lock, from the last checks to the unlinks: a writer that read one of
+  // these originals earlier (a sweep of a nested ROOT, a shard run of another count, a
+  // compact) checks under the same lock that its input is still there and unchanged
+  // before it puts its copy in place (AtomicOutput::commit). So no copy lands over a
+  // verified one after its original is gone, and one that landed before is seen below.
+  DirectoryLock lock;
+  std::string unlocked;
+  if (lock.take(files[members.front()].dir, unlocked) != TreeLock::Outcome::locked) {
+    for (size_t i : members) {
+      verdicts[i].reason = "cannot lock its directory, so another writer could replace the copy: " + unlocked;
+      checks[i].kind = Check::kept;
+    }
+    return;
+  }
+  Fd dir{::open(files[members.front()].dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  auto recheck = [&](size_t i, struct stat& st) -> std::optional<std::string> {
+    if (dir.fd < 0) return std::string("cannot open its directory: ") + std::strerror(errno);
+    if (::fstatat(dir.fd, files[i].name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return std::string("cannot examine it: ") + std::strerror(errno);
+    if (auto refusal = original_refusal(st, files[i].identity, files[i].through_link, ::geteuid()))
+      return *refusal + " (after it was verified)";
+    // The copy must still be the one that restored it: another writer (a compact
+    // --overwrite, a sweep of a nested ROOT) may have replaced it since.
+    struct stat copy {};
+    if (::fstatat(dir.fd, files[i].output_name.c_str(), &copy, AT_SYMLINK_NOFOLLOW) != 0)
+      return files[i].output_name + ": cannot examine it after it was verified: " + std::strerror(errno);
+    if (auto refusal = copy_refusal(files[i].output_name, copy)) return *refusal + " (after it was verified)";
+    if (!(identity_of(copy) == checks[i].copy)) return files[i].output_name + ": changed after it was verified";
+    return std::nullopt;
+  };
+  for (size_t i : members) {
+    struct stat st {};
+    if (auto refusal = recheck(i, st)) {
+      verdicts[i].reason = *refusal;
+      checks[i].kind = Check::kept;
+      if (blocker == SIZE_MAX) blocker = i;
+    }
+  }
+  if (blocker != SIZE_MAX) {
+    keep_all(blocker);
+    return;
+  }
+  std::vector<std::string> known;
+  for (size_t i : members) known.push_back(files[i].name);
+  if (auto added = rank_file_added(dir.fd, known)) {
+    for (size_t i : members) {
+      verdicts[i].reason = *added;
+      checks[i].kind = Check::kept;
+    }
+    return;
+  }
+  for (size_t i : members) {
+    struct stat st {};
+    if (auto refusal = recheck(i, st)) {
+      verdicts[i].reason = *refusal;
+      continue;
+    }
+    if (::unlinkat(dir.fd, files[i].name.c_str(), 0) != 0) {
+      verdicts[i].reason = std::string("cannot remove it: ") + std::strerror(errno);
+      continue;
+    }
+    verdicts[i] = {OriginalVerdict::removed, {}, uint64_t(st.st_size)};
+  }
+}
+
+}  // namespace
+
+std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget, int jobs,
+                                              const std::function<void(const std::string&)>& error) {
+  std::vector<Check> checks = verify_all(files, memory_budget, jobs);
   std::vector<OriginalVerdict> verdicts(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
     verdicts[i].reason = checks[i].reason;
@@ -301,90 +388,10 @@ std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& f
     if (checks[i].kind == Check::unfaithful)
       error((files[i].dir / files[i].name).string() + ": kept: " + checks[i].reason);
   }
-
   // Removal, per iteration: all or none (the file comment says why).
   std::map<size_t, std::vector<size_t>> iterations;
   for (size_t i = 0; i < files.size(); ++i) iterations[files[i].iteration].push_back(i);
-  for (const auto& entry : iterations) {  // not a structured binding: clang 14 cannot capture one
-    const std::vector<size_t>& members = entry.second;
-    auto keep_all = [&](size_t because) {
-      for (size_t i : members)
-        if (checks[i].kind == Check::verified)
-          verdicts[i].reason = files[because].name +
-                               " of this iteration is kept, and an iteration's originals are "
-                               "removed all together or not at all";
-    };
-    size_t blocker = SIZE_MAX;
-    for (size_t i : members)
-      if (checks[i].kind != Check::verified && blocker == SIZE_MAX) blocker = i;
-    if (blocker != SIZE_MAX) {
-      keep_all(blocker);
-      continue;
-    }
-    // The directory's lock, from the last checks to the unlinks: a writer that read one of
-    // these originals earlier (a sweep of a nested ROOT, a shard run of another count, a
-    // compact) checks under the same lock that its input is still there and unchanged
-    // before it puts its copy in place (AtomicOutput::commit). So no copy lands over a
-    // verified one after its original is gone, and one that landed before is seen below.
-    DirectoryLock lock;
-    std::string unlocked;
-    if (lock.take(files[members.front()].dir, unlocked) != TreeLock::Outcome::locked) {
-      for (size_t i : members) {
-        verdicts[i].reason = "cannot lock its directory, so another writer could replace the copy: " + unlocked;
-        checks[i].kind = Check::kept;
-      }
-      continue;
-    }
-    Fd dir{::open(files[members.front()].dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-    auto recheck = [&](size_t i, struct stat& st) -> std::optional<std::string> {
-      if (dir.fd < 0) return std::string("cannot open its directory: ") + std::strerror(errno);
-      if (::fstatat(dir.fd, files[i].name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return std::string("cannot examine it: ") + std::strerror(errno);
-      if (auto refusal = original_refusal(st, files[i].identity, files[i].through_link, ::geteuid()))
-        return *refusal + " (after it was verified)";
-      // The copy must still be the one that restored it: another writer (a compact
-      // --overwrite, a sweep of a nested ROOT) may have replaced it since.
-      struct stat copy {};
-      if (::fstatat(dir.fd, files[i].output_name.c_str(), &copy, AT_SYMLINK_NOFOLLOW) != 0)
-        return files[i].output_name + ": cannot examine it after it was verified: " + std::strerror(errno);
-      if (auto refusal = copy_refusal(files[i].output_name, copy)) return *refusal + " (after it was verified)";
-      if (!(identity_of(copy) == checks[i].copy)) return files[i].output_name + ": changed after it was verified";
-      return std::nullopt;
-    };
-    for (size_t i : members) {
-      struct stat st {};
-      if (auto refusal = recheck(i, st)) {
-        verdicts[i].reason = *refusal;
-        checks[i].kind = Check::kept;
-        if (blocker == SIZE_MAX) blocker = i;
-      }
-    }
-    if (blocker != SIZE_MAX) {
-      keep_all(blocker);
-      continue;
-    }
-    std::vector<std::string> known;
-    for (size_t i : members) known.push_back(files[i].name);
-    if (auto added = rank_file_added(dir.fd, known)) {
-      for (size_t i : members) {
-        verdicts[i].reason = *added;
-        checks[i].kind = Check::kept;
-      }
-      continue;
-    }
-    for (size_t i : members) {
-      struct stat st {};
-      if (auto refusal = recheck(i, st)) {
-        verdicts[i].reason = *refusal;
-        continue;
-      }
-      if (::unlinkat(dir.fd, files[i].name.c_str(), 0) != 0) {
-        verdicts[i].reason = std::string("cannot remove it: ") + std::strerror(errno);
-        continue;
-      }
-      verdicts[i] = {OriginalVerdict::removed, {}, uint64_t(st.st_size)};
-    }
-  }
+  for (const auto& entry : iterations) remove_iteration(files, entry.second, checks, verdicts);
   return verdicts;
 }
 
