@@ -19,6 +19,27 @@ bool is_sweep_input_name(const std::string& filename, long long* rank) {
   return !is_our_output_name(filename) && is_rank_trace_name(filename, rank);
 }
 
+int list_directory(int fd, std::vector<std::string>& names) {
+  // fdopendir owns the descriptor it is given: list through a second one.
+  int list_fd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* listing = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (!listing) {
+    int error = errno;
+    if (list_fd >= 0) ::close(list_fd);
+    return error;
+  }
+  errno = 0;
+  while (struct dirent* entry = ::readdir(listing)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+    errno = 0;
+  }
+  int error = errno;
+  ::closedir(listing);
+  std::sort(names.begin(), names.end());
+  return error;
+}
+
 bool is_rank_copy_name(const std::string& filename, long long* rank, std::string* original) {
   static const std::string kMarker = "_trace_compacted.json";
   size_t at = filename.rfind(kMarker);
@@ -121,6 +142,64 @@ struct Walker {
     out.problems.push_back({rel, reason, failure});
   }
 
+  // One entry of the directory `dir` (ROOT/rel, open as `fd`): a rank file goes into
+  // `iteration`, a directory into `subdirs`; anything the sweep will not read as a rank
+  // though named like one is a problem, said.
+  void examine_entry(int fd, const fs::path& dir, const std::string& rel, const std::string& name,
+                     IterationDir& iteration, std::vector<std::string>& subdirs) {
+    struct stat entry {};
+    if (::fstatat(fd, name.c_str(), &entry, 0) != 0) {  // follows links, as entering does
+      int e = errno;
+      struct stat link {};
+      if (e == ELOOP)
+        problem(join(rel, name), "symlink loop (not followed)", false);
+      else if (e != ENOENT)
+        problem(join(rel, name), std::string("cannot examine: ") + std::strerror(e), true);
+      else if (is_sweep_input_name(name, nullptr) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0)
+        // A rank that names no file: said, so a merge with one rank fewer is never a surprise.
+        problem(join(rel, name), "dangling symlink (not read as a rank)", false);
+      return;  // else gone since the listing
+    }
+    if (S_ISDIR(entry.st_mode)) {
+      if (is_sweep_input_name(name, nullptr))
+        problem(join(rel, name), "is a directory, not a trace file (not read as a rank)", false);
+      subdirs.push_back(name);
+      return;
+    }
+    long long rank = 0;
+    struct stat link {};
+    bool name_is_link = !S_ISDIR(entry.st_mode) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+                        S_ISLNK(link.st_mode);
+    if (name_is_link && is_sweep_input_name(name, nullptr) && link.st_uid != ::geteuid()) {
+      // Another user's link could make us read (with our rights) a file they cannot, and
+      // write its compacted copy where they can read it.
+      problem(join(rel, name), "symlink owned by another user (not followed)", false);
+      return;
+    }
+    if (!is_sweep_input_name(name, &rank)) {
+      // Named like a rank file, but its number does not fit: said, never silently left out.
+      if (is_sweep_input_name(name, nullptr))
+        problem(join(rel, name), "rank number too large (not read as a rank)", false);
+      return;
+    }
+    if (!S_ISREG(entry.st_mode)) {
+      problem(join(rel, name), "not a regular file (not read as a rank)", false);
+      return;
+    }
+    uint64_t size = uint64_t(entry.st_size);
+    uint64_t estimate = size;
+    // O_NONBLOCK: it was a regular file a moment ago, but a FIFO swapped in must not hang us.
+    int file_fd = ::openat(fd, name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (file_fd >= 0) {
+      struct stat opened {};
+      if (::fstat(file_fd, &opened) == 0 && S_ISREG(opened.st_mode))
+        estimate = estimate_uncompressed_bytes(file_fd, size);
+      ::close(file_fd);
+    }
+    RankFile file{dir / name, rank, size, estimate, identity_of(entry), name_is_link};
+    iteration.ranks.push_back(std::move(file));
+  }
+
   // `fd` is the directory `dir` (ROOT/rel), open; the caller closes it.
   // `through_link`: `dir` was entered through a directory symbolic link (it or one of its
   // ancestors below ROOT).
@@ -143,86 +222,14 @@ struct Walker {
     visited.emplace(key, rel);
 
     std::vector<std::string> names;
-    {
-      // fdopendir owns the descriptor it is given: list through a second one.
-      int list_fd = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      DIR* listing = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
-      if (!listing) {
-        int e = errno;
-        if (list_fd >= 0) ::close(list_fd);
-        problem(rel, std::string("cannot list directory: ") + std::strerror(e), true);
-        return;
-      }
-      errno = 0;
-      while (struct dirent* entry = ::readdir(listing)) {
-        std::string name = entry->d_name;
-        if (name != "." && name != "..") names.push_back(std::move(name));
-        errno = 0;
-      }
-      int e = errno;
-      ::closedir(listing);
-      if (e != 0) {
-        problem(rel, std::string("cannot list directory: ") + std::strerror(e), true);
-        return;
-      }
+    if (int error = list_directory(fd, names)) {
+      problem(rel, std::string("cannot list directory: ") + std::strerror(error), true);
+      return;
     }
-    std::sort(names.begin(), names.end());
 
     IterationDir iteration;
     std::vector<std::string> subdirs;
-    for (const std::string& name : names) {
-      struct stat entry {};
-      if (::fstatat(fd, name.c_str(), &entry, 0) != 0) {  // follows links, as entering does
-        int e = errno;
-        struct stat link {};
-        if (e == ELOOP)
-          problem(join(rel, name), "symlink loop (not followed)", false);
-        else if (e != ENOENT)
-          problem(join(rel, name), std::string("cannot examine: ") + std::strerror(e), true);
-        else if (is_sweep_input_name(name, nullptr) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0)
-          // A rank that names no file: said, so a merge with one rank fewer is never a surprise.
-          problem(join(rel, name), "dangling symlink (not read as a rank)", false);
-        continue;  // else gone since the listing
-      }
-      if (S_ISDIR(entry.st_mode)) {
-        if (is_sweep_input_name(name, nullptr))
-          problem(join(rel, name), "is a directory, not a trace file (not read as a rank)", false);
-        subdirs.push_back(name);
-        continue;
-      }
-      long long rank = 0;
-      struct stat link {};
-      bool name_is_link = !S_ISDIR(entry.st_mode) && ::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
-                          S_ISLNK(link.st_mode);
-      if (name_is_link && is_sweep_input_name(name, nullptr) && link.st_uid != ::geteuid()) {
-        // Another user's link could make us read (with our rights) a file they cannot, and
-        // write its compacted copy where they can read it.
-        problem(join(rel, name), "symlink owned by another user (not followed)", false);
-        continue;
-      }
-      if (!is_sweep_input_name(name, &rank)) {
-        // Named like a rank file, but its number does not fit: said, never silently left out.
-        if (is_sweep_input_name(name, nullptr))
-          problem(join(rel, name), "rank number too large (not read as a rank)", false);
-        continue;
-      }
-      if (!S_ISREG(entry.st_mode)) {
-        problem(join(rel, name), "not a regular file (not read as a rank)", false);
-        continue;
-      }
-      uint64_t size = uint64_t(entry.st_size);
-      uint64_t estimate = size;
-      // O_NONBLOCK: it was a regular file a moment ago, but a FIFO swapped in must not hang us.
-      int file_fd = ::openat(fd, name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-      if (file_fd >= 0) {
-        struct stat opened {};
-        if (::fstat(file_fd, &opened) == 0 && S_ISREG(opened.st_mode))
-          estimate = estimate_uncompressed_bytes(file_fd, size);
-        ::close(file_fd);
-      }
-      RankFile file{dir / name, rank, size, estimate, identity_of(entry), name_is_link};
-      iteration.ranks.push_back(std::move(file));
-    }
+    for (const std::string& name : names) examine_entry(fd, dir, rel, name, iteration, subdirs);
     if (!iteration.ranks.empty()) {
       add_copies_of_gone_originals(fd, dir, names, iteration.ranks);
       std::stable_sort(iteration.ranks.begin(), iteration.ranks.end(),

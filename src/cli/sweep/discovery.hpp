@@ -52,6 +52,10 @@ struct Discovery {
 
 // A rank trace we read: rank<N>_trace.json[.gz], never one of our own outputs.
 bool is_sweep_input_name(const std::string& filename, long long* rank = nullptr);
+// The names in the directory open as `fd` (its descriptor stays the caller's), but "." and
+// "..", sorted (byte order). Returns 0, or the errno of a failed listing.
+int list_directory(int fd, std::vector<std::string>& names);
+
 // A rank's compacted copy as compact and sweep name it: rank<N>_trace_compacted.json[.gz].
 // `original` gets the rank file's name it was made from.
 bool is_rank_copy_name(const std::string& filename, long long* rank = nullptr, std::string* original = nullptr);

@@ -141,22 +141,13 @@ std::optional<std::string> copy_refusal(const std::string& name, const struct st
 // the directory: the merged output does not cover it, and once the others are gone the
 // next sweep would merge it alone over the merged output of all of them.
 std::optional<std::string> rank_file_added(int dir_fd, const std::vector<std::string>& known) {
-  int listing_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR* listing = listing_fd < 0 ? nullptr : ::fdopendir(listing_fd);
-  if (!listing) {
-    if (listing_fd >= 0) ::close(listing_fd);
-    return std::string("cannot list its directory again: ") + std::strerror(errno);
-  }
-  std::optional<std::string> added;
-  while (const struct dirent* entry = ::readdir(listing)) {
-    std::string name = entry->d_name;
-    if (is_sweep_input_name(name) && std::find(known.begin(), known.end(), name) == known.end()) {
-      added = name + " appeared in the directory after the sweep listed it; the merged output does not cover it";
-      break;
-    }
-  }
-  ::closedir(listing);
-  return added;
+  std::vector<std::string> names;
+  if (int error = list_directory(dir_fd, names))
+    return std::string("cannot list its directory again: ") + std::strerror(error);
+  for (const std::string& name : names)
+    if (is_sweep_input_name(name) && std::find(known.begin(), known.end(), name) == known.end())
+      return name + " appeared in the directory after the sweep listed it; the merged output does not cover it";
+  return std::nullopt;
 }
 
 Check verify(const OriginalFile& file, uint64_t max_bytes) {
