@@ -44,13 +44,13 @@ int write_report_page(const fs::path& report_path, const std::string& output, bo
   fs::path page = output.empty() ? html_path_for(report_path) : fs::path(output);
   if (!output.empty() && page.extension() != ".html") {
     print_error(page.string() + ": the page's name must end in .html");
-    return 2;
+    return kExitUsage;
   }
   try {
     guard_output(page, {report_path}, output.empty() || overwrite);
   } catch (const OutputRefused& e) {
     print_error(std::string(e.what()) + " (not overwritten; give another -o)");
-    return 2;
+    return kExitUsage;
   }
   try {
     ReadOptions read;
@@ -61,13 +61,90 @@ int write_report_page(const fs::path& report_path, const std::string& output, bo
     write_atomically(page, report_html(json, report_path.string(), page_dir), output.empty() || overwrite);
   } catch (const OutputRefused& e) {
     print_error(e.what());
-    return 2;
+    return kExitUsage;
   } catch (const Error& e) {
     print_error(e.what());
-    return 1;
+    return kExitFailed;
   }
   if (!quiet) std::cout << shown(page.string()) << "\n";
-  return 0;
+  return kExitOk;
+}
+
+// The partial reports named by --combine: files as given, and each directory's
+// tracelane_report.shard-*.json (sorted). `first_dir` is the first directory named (or the
+// first file's). Nothing, or the exit status of a directory that cannot be listed.
+std::optional<int> partial_report_files(const std::vector<std::string>& combine, std::vector<fs::path>& files,
+                                        fs::path& first_dir) {
+  for (const std::string& arg : combine) {
+    fs::path path(arg);
+    boost::system::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      if (first_dir.empty()) first_dir = path;
+      std::vector<fs::path> found;
+      for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        if (name.rfind("tracelane_report.shard-", 0) == 0 && it->path().extension() == ".json")
+          found.push_back(it->path());
+      }
+      if (ec) {
+        std::cerr << shown(path.string()) << ": cannot list directory: " << ec.message() << "\n";
+        return kExitUsage;
+      }
+      std::sort(found.begin(), found.end());
+      if (found.empty()) std::cerr << shown(path.string()) << ": no tracelane_report.shard-*.json here\n";
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      if (first_dir.empty()) first_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+      files.push_back(path);
+    }
+  }
+  return std::nullopt;
+}
+
+// Each partial report read and checked (parse_report_json); one that cannot be read is
+// an `unreadable` line, which the combined report then lists as a failed problem row.
+std::vector<Report> read_partial_reports(const std::vector<fs::path>& files, std::vector<std::string>& unreadable) {
+  // One file named twice (a directory and a file in it) is read once.
+  std::set<std::pair<dev_t, ino_t>> identities;
+  std::vector<Report> partials;
+  for (const fs::path& file : files) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && !identities.insert({st.st_dev, st.st_ino}).second) continue;
+    try {
+      // A partial report comes from another node: a regular file, and no larger than any
+      // real report (a row is ~1 KB; kMaxPartialReportBytes holds a million of them).
+      ReadOptions read;
+      read.regular_only = true;
+      read.max_bytes = kMaxPartialReportBytes;
+      partials.push_back(parse_report_json(read_file(file, nullptr, read), file.string()));
+    } catch (const Error& e) {
+      unreadable.push_back(e.what());
+    }
+  }
+  return partials;
+}
+
+// After the combined report is written: the shards with failed rows and the iterations
+// with unmatched PP arrows on stderr, the summary line on stdout. Returns the exit status.
+int report_combined(const Combined& combined, const std::vector<Report>& partials, const fs::path& written,
+                    bool quiet) {
+  std::vector<std::string> failed_shards;
+  int64_t failed_count = 0;
+  for (const Report& partial : partials)
+    if (has_failures(partial.rows) && failed_count++ < int64_t(kListLimit))
+      failed_shards.push_back(partial.shard ? shard_label(*partial.shard) : std::string("(unsharded)"));
+  if (failed_count) std::cerr << "shards with failed rows: " << summarise_list(failed_shards, failed_count) << "\n";
+  auto unmatched = unmatched_iterations(combined.report.rows);
+  for (size_t i = 0; i < unmatched.size() && i < kListLimit; ++i)
+    std::cerr << shown(unmatched[i].first) << ": " << unmatched[i].second
+              << " PP send/recv unmatched (a truncated capture window?)\n";
+  if (unmatched.size() > kListLimit)
+    std::cerr << "... and " << unmatched.size() - kListLimit
+              << " more iterations with PP send/recv unmatched (totals.iterations_with_unmatched_send_recv)\n";
+  if (!quiet)
+    std::cout << shown(written.string()) << ": " << combined.report.rows.size() << " rows from " << partials.size()
+              << " partial reports\n";
+  return failed_count > 0 || !combined.problems.empty() ? kExitFailed : kExitOk;
 }
 
 }  // namespace
@@ -96,52 +173,22 @@ int run_report(int argc, char** argv) {
   if (!html.empty()) {
     if (!combine.empty() || !report_dir.empty()) {
       std::cerr << "tracelane report: --html takes one report and -o, not --combine or --report-dir\n";
-      return 2;
+      return kExitUsage;
     }
     return write_report_page(html, output, overwrite, quiet);
   }
   if (!output.empty()) {
     std::cerr << "tracelane report: -o is for --html (--combine writes into --report-dir)\n";
-    return 2;
+    return kExitUsage;
   }
   if (combine.empty()) {
     std::cerr << "tracelane report: nothing to combine (give --combine DIR_OR_FILES...)\n";
-    return 2;
+    return kExitUsage;
   }
   std::vector<fs::path> files;
   fs::path first_dir;
-  for (const std::string& arg : combine) {
-    fs::path path(arg);
-    boost::system::error_code ec;
-    if (fs::is_directory(path, ec)) {
-      if (first_dir.empty()) first_dir = path;
-      std::vector<fs::path> found;
-      for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-        std::string name = it->path().filename().string();
-        if (name.rfind("tracelane_report.shard-", 0) == 0 && it->path().extension() == ".json")
-          found.push_back(it->path());
-      }
-      if (ec) {
-        std::cerr << shown(path.string()) << ": cannot list directory: " << ec.message() << "\n";
-        return 2;
-      }
-      std::sort(found.begin(), found.end());
-      if (found.empty()) std::cerr << shown(path.string()) << ": no tracelane_report.shard-*.json here\n";
-      files.insert(files.end(), found.begin(), found.end());
-    } else {
-      if (first_dir.empty()) first_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-      files.push_back(path);
-    }
-  }
-  if (files.empty()) return 2;
-  // One file named twice (a directory and a file in it) is read once.
-  std::set<std::pair<dev_t, ino_t>> identities;
-  std::vector<fs::path> inputs;
-  for (const fs::path& file : files) {
-    struct stat st {};
-    if (::stat(file.c_str(), &st) == 0 && !identities.insert({st.st_dev, st.st_ino}).second) continue;
-    inputs.push_back(file);
-  }
+  if (auto failed = partial_report_files(combine, files, first_dir)) return *failed;
+  if (files.empty()) return kExitUsage;
   // Checked before anything is read: the combined report never replaces one of its inputs.
   fs::path out_dir = report_dir.empty() ? first_dir : fs::path(report_dir);
   std::string base = report_base_name(std::nullopt);
@@ -154,23 +201,11 @@ int run_report(int argc, char** argv) {
       guard_output(out_dir / (base + extension), files, true);
     } catch (const OutputRefused& e) {
       print_error(std::string(e.what()) + " (not overwritten; give another --report-dir)");
-      return 2;
+      return kExitUsage;
     }
   }
-  std::vector<Report> partials;
   std::vector<std::string> unreadable;
-  for (const fs::path& file : inputs) {
-    try {
-      // A partial report comes from another node: a regular file, and no larger than any
-      // real report (a row is ~1 KB; kMaxPartialReportBytes holds a million of them).
-      ReadOptions read;
-      read.regular_only = true;
-      read.max_bytes = kMaxPartialReportBytes;
-      partials.push_back(parse_report_json(read_file(file, nullptr, read), file.string()));
-    } catch (const Error& e) {
-      unreadable.push_back(e.what());
-    }
-  }
+  std::vector<Report> partials = read_partial_reports(files, unreadable);
   Combined combined = combine_reports(partials, unreadable);
   for (const std::string& problem : combined.problems) std::cerr << shown(problem) << "\n";
   fs::path written;
@@ -180,26 +215,9 @@ int run_report(int argc, char** argv) {
     written = write_report(combined.report, out_dir);
   } catch (const Error& e) {
     std::cerr << shown(e.what()) << "\n";
-    return 1;
+    return kExitFailed;
   }
-  std::vector<std::string> failed_shards;
-  int64_t failed_count = 0;
-  for (const Report& partial : partials)
-    if (has_failures(partial.rows) && failed_count++ < int64_t(kListLimit))
-      failed_shards.push_back(partial.shard ? shard_label(*partial.shard) : std::string("(unsharded)"));
-  if (failed_count) std::cerr << "shards with failed rows: " << summarise_list(failed_shards, failed_count) << "\n";
-  auto unmatched = unmatched_iterations(combined.report.rows);
-  for (size_t i = 0; i < unmatched.size() && i < kListLimit; ++i)
-    std::cerr << shown(unmatched[i].first) << ": " << unmatched[i].second
-              << " PP send/recv unmatched (a truncated capture window?)\n";
-  if (unmatched.size() > kListLimit)
-    std::cerr << "... and " << unmatched.size() - kListLimit
-              << " more iterations with PP send/recv unmatched (totals.iterations_with_unmatched_send_recv)\n";
-  if (!quiet)
-    std::cout << shown(written.string()) << ": " << combined.report.rows.size() << " rows from " << partials.size()
-              << " partial reports\n";
-  bool failed = failed_count > 0 || !combined.problems.empty();
-  return failed ? 1 : 0;
+  return report_combined(combined, partials, written, quiet);
 }
 
 }  // namespace tracelane::cli
