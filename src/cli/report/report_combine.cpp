@@ -53,16 +53,19 @@ std::string which(const Report& report) {
   return report.shard ? "shard " + shard_label(*report.shard) : std::string("an unsharded report");
 }
 
-}  // namespace
-
-Combined combine_reports(const std::vector<Report>& partials, const std::vector<std::string>& unreadable) {
-  Combined combined;
-  combined.problems = unreadable;
-  std::map<int, std::string> shard_source;  // one entry per partial report, never per shard of N
-  const Report* first = nullptr;
+// The reports whose rows are combined, with their names, and the plan they share.
+struct Selected {
+  std::vector<std::pair<const Report*, std::string>> reports;
   const Report* planned = nullptr;  // the first report with a plan: the plan every report must share
   std::string planned_name;
-  std::vector<std::pair<const Report*, std::string>> kept;  // the reports whose rows are combined, and their names
+  std::map<int, std::string> shard_source;  // one entry per partial report, never per shard of N
+};
+
+// The reports kept: of one root, with a plan, the first report's plan, one of its N
+// shards and each shard once; every other one is a problem line and left out.
+Selected select_reports(const std::vector<Report>& partials, Combined& combined) {
+  Selected selected;
+  const Report* first = nullptr;
   for (const Report& partial : partials) {
     std::string name = partial.source.empty() ? std::string("a partial report") : partial.source;
     if (!first) {
@@ -81,13 +84,14 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
           "left out (sweep it again)");
       continue;
     }
-    if (!planned) {
-      planned = &partial;
-      planned_name = name;
-    } else if (partial.plan->digest != planned->plan->digest || partial.plan->count != planned->plan->count) {
+    if (!selected.planned) {
+      selected.planned = &partial;
+      selected.planned_name = name;
+    } else if (partial.plan->digest != selected.planned->plan->digest ||
+               partial.plan->count != selected.planned->plan->count) {
       combined.problems.push_back(name + ": " + which(partial) + " worked from another plan (" +
-                                  plan_label(*partial.plan) + ") than " + planned_name + ", " + which(*planned) + " (" +
-                                  plan_label(*planned->plan) +
+                                  plan_label(*partial.plan) + ") than " + selected.planned_name + ", " +
+                                  which(*selected.planned) + " (" + plan_label(*selected.planned->plan) +
                                   "); left out: the shards of one array must split one list of iterations (sweep "
                                   "ROOT --write-plan FILE once, then every shard with --plan FILE)");
       continue;
@@ -102,24 +106,30 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
                                     std::to_string(*combined.shard_count) + " shards of the first report; left out");
         continue;
       }
-      auto [it, inserted] = shard_source.emplace(index, name);
+      auto [it, inserted] = selected.shard_source.emplace(index, name);
       if (!inserted) {
         combined.problems.push_back(name + ": shard " + shard_label(*partial.shard) + " given twice (also " +
                                     it->second + "); left out");
         continue;
       }
     }
-    kept.emplace_back(&partial, name);
+    selected.reports.emplace_back(&partial, name);
   }
+  return selected;
+}
 
-  // Each iteration of the plan once, with a row; each row once, of an iteration its report took.
-  std::map<std::string, std::string> taken_by;  // iteration -> the report that took it
+// The rows of the reports kept, and the iterations each took (returned: iteration -> the
+// report that took it). Each iteration of the plan once, with a row; each row once, of an
+// iteration its report took; what is not is a problem line.
+std::map<std::string, std::string> join_rows(const std::vector<std::pair<const Report*, std::string>>& reports,
+                                             Combined& combined) {
+  std::map<std::string, std::string> taken_by;
   std::map<std::tuple<RowKind, std::string, std::string>, std::string> row_source;  // (kind, dir, file) -> report
   ProblemList taken_twice{"iterations taken by two reports", {}, 0};
   ProblemList without_row{"iterations of the plan with no row (swept by no shard)", {}, 0};
   ProblemList repeated{"rows given twice (the second left out)", {}, 0};
   ProblemList unplanned{"rows of an iteration their report's plan did not take (left out)", {}, 0};
-  for (const auto& [partial, name] : kept) {
+  for (const auto& [partial, name] : reports) {
     const std::vector<std::string>& taken = partial->plan->iterations;
     std::set<std::string_view> dirs;
     for (const Row& row : partial->rows)
@@ -151,55 +161,72 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
   }
   for (const ProblemList* list : {&taken_twice, &without_row, &repeated, &unplanned})
     list->report_into(combined.problems);
+  return taken_by;
+}
 
-  if (combined.shard_count) {
-    // Counted, not listed: N is at most kMaxShards, and only the first few are kept.
-    std::vector<std::string> first_missing;
-    for (int k = 0; k < *combined.shard_count; ++k) {
-      if (shard_source.count(k)) continue;
-      if (combined.missing_shards.size() < kListLimit) {
-        combined.missing_shards.push_back(k);
-        first_missing.push_back(std::to_string(k));
-      }
-      combined.missing_shard_count++;
+// The shards of N that no report gave, and how much of the plan they held.
+void note_missing_shards(const Selected& selected, const std::map<std::string, std::string>& taken_by,
+                         Combined& combined) {
+  if (!combined.shard_count) return;
+  // Counted, not listed: N is at most kMaxShards, and only the first few are kept.
+  std::vector<std::string> first_missing;
+  for (int k = 0; k < *combined.shard_count; ++k) {
+    if (selected.shard_source.count(k)) continue;
+    if (combined.missing_shards.size() < kListLimit) {
+      combined.missing_shards.push_back(k);
+      first_missing.push_back(std::to_string(k));
     }
-    // How much of the plan they held, when the reports kept do not account for all of it.
-    int64_t untaken = planned->plan->count - int64_t(taken_by.size());
-    if (combined.missing_shard_count)
-      combined.problems.push_back("missing shards: " + summarise_list(first_missing, combined.missing_shard_count) +
-                                  " (of " + std::to_string(*combined.shard_count) + ")" +
-                                  (untaken > 0
-                                       ? "; " + std::to_string(untaken) + " of the plan's " +
-                                             std::to_string(planned->plan->count) + " iterations are in no report given"
-                                       : std::string()));
+    combined.missing_shard_count++;
   }
+  // How much of the plan they held, when the reports kept do not account for all of it.
+  int64_t untaken = selected.planned->plan->count - int64_t(taken_by.size());
+  if (combined.missing_shard_count)
+    combined.problems.push_back("missing shards: " + summarise_list(first_missing, combined.missing_shard_count) +
+                                " (of " + std::to_string(*combined.shard_count) + ")" +
+                                (untaken > 0 ? "; " + std::to_string(untaken) + " of the plan's " +
+                                                   std::to_string(selected.planned->plan->count) +
+                                                   " iterations are in no report given"
+                                             : std::string()));
+}
 
-  // With nothing else amiss, the iterations taken must be the plan, each at a position of
-  // the shard that took it: a report whose list was cut or edited names other iterations.
-  if (planned && combined.problems.empty()) {
-    std::vector<std::string> all;
-    for (const auto& entry : taken_by) all.push_back(entry.first);
-    if (int64_t(all.size()) != planned->plan->count || plan_digest(all) != planned->plan->digest) {
-      combined.problems.push_back("the iterations the reports took (" + std::to_string(all.size()) + ", digest " +
-                                  short_digest(plan_digest(all)) + ") are not their plan (" +
-                                  plan_label(*planned->plan) + ")");
-    } else {
-      ProblemList misplaced{"iterations at a position of another shard", {}, 0};
-      for (const auto& [partial, name] : kept) {
-        if (!partial->shard) continue;
-        auto [index, count] = *partial->shard;
-        for (const std::string& iteration : partial->plan->iterations) {
-          size_t position = size_t(std::lower_bound(all.begin(), all.end(), iteration) - all.begin());
-          if (position % size_t(count) != size_t(index))
-            misplaced.add(listed(iteration) + " (position " + std::to_string(position) + ", in " + name + ", " +
-                          which(*partial) + ")");
-        }
+// With nothing else amiss, the iterations taken must be the plan, each at a position of
+// the shard that took it: a report whose list was cut or edited names other iterations.
+// Then the combined report records the whole plan.
+void check_the_plan(const Selected& selected, const std::map<std::string, std::string>& taken_by, Combined& combined) {
+  if (!selected.planned || !combined.problems.empty()) return;
+  std::vector<std::string> all;
+  for (const auto& entry : taken_by) all.push_back(entry.first);
+  if (int64_t(all.size()) != selected.planned->plan->count || plan_digest(all) != selected.planned->plan->digest) {
+    combined.problems.push_back("the iterations the reports took (" + std::to_string(all.size()) + ", digest " +
+                                short_digest(plan_digest(all)) + ") are not their plan (" +
+                                plan_label(*selected.planned->plan) + ")");
+  } else {
+    ProblemList misplaced{"iterations at a position of another shard", {}, 0};
+    for (const auto& [partial, name] : selected.reports) {
+      if (!partial->shard) continue;
+      auto [index, count] = *partial->shard;
+      for (const std::string& iteration : partial->plan->iterations) {
+        size_t position = size_t(std::lower_bound(all.begin(), all.end(), iteration) - all.begin());
+        if (position % size_t(count) != size_t(index))
+          misplaced.add(listed(iteration) + " (position " + std::to_string(position) + ", in " + name + ", " +
+                        which(*partial) + ")");
       }
-      misplaced.report_into(combined.problems);
     }
-    if (combined.problems.empty())
-      combined.report.plan = IterationPlan{planned->plan->digest, planned->plan->count, all};
+    misplaced.report_into(combined.problems);
   }
+  if (combined.problems.empty())
+    combined.report.plan = IterationPlan{selected.planned->plan->digest, selected.planned->plan->count, all};
+}
+
+}  // namespace
+
+Combined combine_reports(const std::vector<Report>& partials, const std::vector<std::string>& unreadable) {
+  Combined combined;
+  combined.problems = unreadable;
+  Selected selected = select_reports(partials, combined);
+  std::map<std::string, std::string> taken_by = join_rows(selected.reports, combined);
+  note_missing_shards(selected, taken_by, combined);
+  check_the_plan(selected, taken_by, combined);
   // Each partial report's sums fit; all of them together may not: say so, never wrap.
   for (const std::string& column : compute_totals(combined.report.rows).overflowed)
     combined.problems.push_back("the sum of " + column +
