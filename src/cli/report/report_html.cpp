@@ -319,6 +319,65 @@ Figures read_figures(simdjson::dom::object row, const std::string& where, Groups
   return figures;
 }
 
+// Where links to outputs start: ROOT relative to the page's directory, when the report's
+// root is an absolute path (the page links root/dir/output); nothing otherwise.
+std::optional<boost::filesystem::path> link_base_of(const std::string& root, const boost::filesystem::path& page_dir) {
+  namespace fs = boost::filesystem;
+  std::optional<std::string> root_bytes = name_from_report(root);
+  if (!root_bytes || !fs::path(*root_bytes).is_absolute()) return std::nullopt;
+  boost::system::error_code ec;
+  fs::path from = fs::absolute(page_dir, ec).lexically_normal();
+  fs::path relative = fs::path(*root_bytes).lexically_normal().lexically_relative(from);
+  if (ec || relative.empty()) return std::nullopt;
+  return relative;
+}
+
+// The report's totals for the page, under today's names (a schema 2 report's renamed
+// columns too).
+JsonValue page_totals(PageReader& reader, simdjson::dom::object top, int version) {
+  JsonValue totals = JsonValue::object();
+  element value;
+  simdjson::dom::object totals_in;
+  if (!top["totals"].get(value) && !value.get(totals_in)) {
+    for (auto [key, item] : totals_in) {
+      std::string name(key);
+      for (const RenamedColumn& renamed : kRenamedColumns)
+        if (version < 3 && key == renamed.schema2) name = renamed.name;
+      totals.set(name, copy_plain(reader, item, "totals." + std::string(key), 1));
+    }
+  } else if (!top["totals"].get(value)) {
+    totals = copy_plain(reader, value, "totals");
+  }
+  return totals;
+}
+
+// The page: the report's data as JSON in a script element, drawn by the page's script;
+// one self-contained file.
+std::string page_document(const std::string& root, const JsonValue& data, size_t reserve) {
+  std::string page;
+  page.reserve(reserve + kReportPageScript.size() + kReportPageStyle.size() + 4096);
+  page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  // Nothing but this file: no request can leave the page (links are followed by the user).
+  page +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
+  page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  page += "<title>tracelane report: " + xml_text(root) + "</title>\n<style>\n";
+  page += kReportPageStyle;
+  page += "</style>\n</head>\n<body>\n";
+  page +=
+      "<noscript><p>This page draws the sweep report with JavaScript, which is off. The same numbers are in "
+      "tracelane_report.json and tracelane_report.csv beside it.</p></noscript>\n";
+  page += "<div id=\"js-errors\" hidden></div>\n<main id=\"page\" data-state=\"loading\"><h1>tracelane report: " +
+          xml_text(root) + "</h1><p>Drawing&hellip;</p></main>\n";
+  page += "<script type=\"application/json\" id=\"tracelane-data\">";
+  page += script_safe(data.dump(-1));
+  page += "</script>\n<script>\n";
+  page += kReportPageScript;
+  page += "</script>\n</body>\n</html>\n";
+  return page;
+}
+
 }  // namespace
 
 boost::filesystem::path html_path_for(const boost::filesystem::path& report_json_path) {
@@ -351,15 +410,7 @@ std::string report_html(std::string_view report_json, const std::string& source,
   };
   std::string root = text_member("root"), tool = text_member("tool");
 
-  // Links to outputs: root/dir/output, relative to the page's directory.
-  std::optional<fs::path> link_base;
-  if (std::optional<std::string> root_bytes = name_from_report(root);
-      root_bytes && fs::path(*root_bytes).is_absolute()) {
-    boost::system::error_code ec;
-    fs::path from = fs::absolute(page_dir, ec).lexically_normal();
-    fs::path relative = fs::path(*root_bytes).lexically_normal().lexically_relative(from);
-    if (!ec && !relative.empty()) link_base = relative;
-  }
+  std::optional<fs::path> link_base = link_base_of(root, page_dir);
 
   std::vector<const Column*> columns;
   JsonValue column_names = JsonValue::array();
@@ -441,46 +492,13 @@ std::string report_html(std::string_view report_json, const std::string& source,
   element value;
   data.set("shard", top["shard"].get(value) ? JsonValue::null() : copy_plain(reader, value, "shard"));
   data.set("runs", top["runs"].get(value) ? JsonValue::array() : copy_plain(reader, value, "runs"));
-  JsonValue totals = JsonValue::object();
-  simdjson::dom::object totals_in;
-  if (!top["totals"].get(value) && !value.get(totals_in)) {
-    for (auto [key, item] : totals_in) {
-      std::string name(key);
-      for (const RenamedColumn& renamed : kRenamedColumns)
-        if (version < 3 && key == renamed.schema2) name = renamed.name;
-      totals.set(name, copy_plain(reader, item, "totals." + std::string(key), 1));
-    }
-  } else if (!top["totals"].get(value)) {
-    totals = copy_plain(reader, value, "totals");
-  }
-  data.set("totals", totals);
+  data.set("totals", page_totals(reader, top, version));
   JsonValue links = JsonValue::object();
   for (const auto& [dir, link] : dir_links) links.set(dir, JsonValue::string(link));
   data.set("columns", column_names).set("groups", groups.names).set("links", links);
   data.set("rows", out_rows).set("notes", notes);
 
-  std::string page;
-  page.reserve(report_json.size() / 2 + kReportPageScript.size() + kReportPageStyle.size() + 4096);
-  page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  // Nothing but this file: no request can leave the page (links are followed by the user).
-  page +=
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-      "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
-  page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += "<title>tracelane report: " + xml_text(root) + "</title>\n<style>\n";
-  page += kReportPageStyle;
-  page += "</style>\n</head>\n<body>\n";
-  page +=
-      "<noscript><p>This page draws the sweep report with JavaScript, which is off. The same numbers are in "
-      "tracelane_report.json and tracelane_report.csv beside it.</p></noscript>\n";
-  page += "<div id=\"js-errors\" hidden></div>\n<main id=\"page\" data-state=\"loading\"><h1>tracelane report: " +
-          xml_text(root) + "</h1><p>Drawing&hellip;</p></main>\n";
-  page += "<script type=\"application/json\" id=\"tracelane-data\">";
-  page += script_safe(data.dump(-1));
-  page += "</script>\n<script>\n";
-  page += kReportPageScript;
-  page += "</script>\n</body>\n</html>\n";
-  return page;
+  return page_document(root, data, report_json.size() / 2);
 }
 
 }  // namespace tracelane::cli
