@@ -86,8 +86,10 @@ bool check_already_laned(Compaction& c) {
 }
 
 // A measured slice must have what lanes are made of (SPEC 2): throws at the first thing
-// event i lacks.
-void check_measured_slice(const Trace& trace, size_t i) {
+// event i lacks. In tracelane's own output (`own_output`: compacted again with --force), a
+// slice's tid is its lane and its args.stream the stream it ran on (SPEC 9.14): its tid is
+// the stream it is compacted from.
+void check_measured_slice(const Trace& trace, size_t i, bool own_output) {
   const Event& event = trace.events[i];
   std::string cat(event.cat);
   if (!event.pid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no pid");
@@ -98,8 +100,8 @@ void check_measured_slice(const Trace& trace, size_t i) {
   if (!event.dur.present || !event.dur.numeric)
     throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
   if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
-  bool same =
-      event.tid.is_int() ? (event.stream.is_int() && event.tid.value == event.stream.value) : legacy_stream_tid(event);
+  bool same = event.tid.is_int() ? (event.stream.is_int() && (own_output || event.tid.value == event.stream.value))
+                                 : legacy_stream_tid(event);
   if (!same)
     throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.id_text(kTid)) +
                 " differs from args.stream " + std::string(event.id_text(kStream)));
@@ -138,6 +140,7 @@ void extract_slices(Compaction& c) {
   SliceSet& set = c.slices;
   CompactSummary& summary = c.summary;
   const auto& events = trace.events;
+  const bool own_output = trace.find_top("cuda_graph_stream_compaction") != nullptr;
   auto find_slices = [&](size_t begin, size_t end, FoundSlices& part) {
     std::unordered_map<StreamKey, uint32_t, StreamKeyHash> stream_of;
     auto stream = [&](const Event& event) {
@@ -150,7 +153,7 @@ void extract_slices(Compaction& c) {
       const Event& event = events[i];
       if (event.name == "cudaGraphLaunch") ++part.cuda_graph_launches;
       if (is_measured_cat(event.cat)) {
-        check_measured_slice(trace, i);
+        check_measured_slice(trace, i, own_output);
         part.measured.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
       } else if (sync_slice_candidate(event)) {
         part.syncs.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
@@ -242,7 +245,8 @@ void build_lanes(Compaction& c) {
     });
     for (uint32_t& s : lane.slices) s = set.slices[s].event;  // from now on: event indices
   }
-  for (const Slice& slice : set.slices) trace.events[slice.event].set_tid(lanes[slice.lane].tid, true);
+  // tid places a slice on its lane; args.stream keeps the stream it ran on (SPEC 9.14).
+  for (const Slice& slice : set.slices) trace.events[slice.event].set_tid(lanes[slice.lane].tid, false);
 }
 
 // Events tied to old streams follow their slices (SPEC 5, 9.2). Each event moves on its
@@ -482,28 +486,41 @@ void add_lane_metadata(Compaction& c) {
   for (const auto& part : found)
     for (size_t l = 0; l < lanes.size(); ++l)
       if (part[l]) annotated[lanes[l].annotation_tid] = true;
+  // Each metadata event has a ts, as the exporter's own do (readers such as TraceLens's
+  // capture merge require one; viewers ignore it): that of the pid's first metadata event,
+  // else the lane's first slice's start.
+  std::unordered_map<int64_t, Ns> metadata_ts;
+  for (const Event& event : trace.events)
+    if (event.ph == "M" && event.pid.is_int() && event.ts.numeric)
+      metadata_ts.try_emplace(event.pid.value, event.ts.ns);
   int64_t sort_index = 0;
-  auto emit = [&](int64_t pid, int64_t tid, const std::string& label) {
+  auto emit = [&](const Lane& lane, int64_t tid, const std::string& label) {
+    auto known = metadata_ts.find(lane.pid);
+    Ns ts = known != metadata_ts.end() ? known->second
+            : lane.slices.empty()      ? Ns(0)
+                                       : trace.events[lane.slices.front()].final_ts();
     EventBuilder name;
-    name.string("name", "thread_name").string("ph", "M").integer("pid", pid, kPid).integer("tid", tid, kTid);
-    name.args_name(label);
+    name.string("name", "thread_name").string("ph", "M").time("ts", ts, kTs);
+    name.integer("pid", lane.pid, kPid).integer("tid", tid, kTid).args_name(label);
     Event e = name.finish(trace);
     e.ph = "M", e.name = "thread_name", e.lane_metadata = true;
-    e.pid = Id{Id::Kind::integer, pid}, e.tid = Id{Id::Kind::integer, tid};
+    e.pid = Id{Id::Kind::integer, lane.pid}, e.tid = Id{Id::Kind::integer, tid};
+    e.ts = Time{true, true, ts};
     trace.events.push_back(e);
     EventBuilder index;
-    index.string("name", "thread_sort_index").string("ph", "M").integer("pid", pid, kPid).integer("tid", tid, kTid);
+    index.string("name", "thread_sort_index").string("ph", "M").time("ts", ts, kTs);
+    index.integer("pid", lane.pid, kPid).integer("tid", tid, kTid);
     index.raw("args", "{\"sort_index\": " + std::to_string(sort_index++) + "}");
     Event f = index.finish(trace);
     f.ph = "M", f.name = "thread_sort_index", f.lane_metadata = true;
-    f.pid = e.pid, f.tid = e.tid;
+    f.pid = e.pid, f.tid = e.tid, f.ts = e.ts;
     trace.events.push_back(f);
   };
   for (const auto& lane : lanes) {
-    if (annotated[lane.annotation_tid]) emit(lane.pid, lane.annotation_tid, lane.label + " annotations");
+    if (annotated[lane.annotation_tid]) emit(lane, lane.annotation_tid, lane.label + " annotations");
     for (size_t k = 0; k < lane.annotation_subtracks.size(); ++k)
-      emit(lane.pid, lane.annotation_subtracks[k], lane.label + " annotations (" + std::to_string(k + 2) + ")");
-    emit(lane.pid, lane.tid, lane.label);
+      emit(lane, lane.annotation_subtracks[k], lane.label + " annotations (" + std::to_string(k + 2) + ")");
+    emit(lane, lane.tid, lane.label);
   }
 }
 
@@ -552,14 +569,14 @@ void count_summary(Compaction& c) {
 }
 
 // Self-validation (SPEC 6), from the events as they will be written: the same slices,
-// unchanged but for tid and args.stream, and no two overlapping on one lane. The events
+// unchanged but for tid (args.stream too stays as recorded), and no two overlapping on one lane. The events
 // are checked over ranges concurrently, and the lanes each sorted concurrently; the first
 // failure in event order (then in lane order) is the one reported.
 void validate(Compaction& c) {
   Timings::Scope t(c.timings, "validate");
   const Trace& trace = c.trace;
   const SliceSet& set = c.slices;
-  constexpr uint8_t allowed_changes = uint8_t(1u << kTid | 1u << kStream);
+  constexpr uint8_t allowed_changes = uint8_t(1u << kTid);  // args.stream stays as recorded (SPEC 9.14)
   struct Placed {
     int64_t tid;
     Ns start, end;
@@ -574,7 +591,7 @@ void validate(Compaction& c) {
       if (event.dropped) throw Error(where(trace, i) + ": validation: a measured slice was dropped");
       if (event.changed & ~allowed_changes)
         throw Error(where(trace, i) + ": validation: a measured slice changed more than its placement");
-      if (!((event.changed >> kTid) & 1) || !((event.changed >> kStream) & 1))
+      if (!((event.changed >> kTid) & 1))
         throw Error(where(trace, i) + ": validation: a measured slice was not placed on a lane");
       part.push_back({event.new_tid, event.final_ts(), event.final_ts() + event.final_dur()});
     }
@@ -654,6 +671,8 @@ std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
 }
 
 std::string already_laned_reason(const Trace& trace) {
+  if (trace.find_top("cuda_graph_stream_compaction"))
+    return "compacted by tracelane (top-level cuda_graph_stream_compaction)";
   if (const TopLevelField* flag = trace.find_top("cudaGraphInlineAnnotated"); flag && flag->value_raw == "true")
     return "top-level cudaGraphInlineAnnotated is true";
   for (size_t i = 0; i < trace.events.size(); ++i) {

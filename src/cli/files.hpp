@@ -194,11 +194,12 @@ void stop_gracefully_on_signals();
 int stop_requested();  // the signal that asked to stop, or 0
 
 // What decides an output's bytes besides its inputs: tracelane's output format (raised
-// whenever outputs change: 2 = lane tids aligned across ranks and restore data), the rules
+// whenever outputs change: 2 = lane tids aligned across ranks and restore data; 3 = slices
+// keep their recorded args.stream, lane metadata has a ts), the rules
 // (a digest of their text, or "built-in"), and whether restore data and single-trace PP
 // arrows are written. It heads the inputs record, so an output made another way (by an
 // older tracelane, with other rules, --no-restore-data or --no-pp-flows) is not up to date.
-inline constexpr int kOutputFormat = 2;
+inline constexpr int kOutputFormat = 3;
 std::string output_recipe(std::string_view rules_text, bool restore_data, bool pp_flows);
 inline const char* kRecordAttribute = "user.tracelane.report_row";
 inline const char* kInputsAttribute = "user.tracelane.inputs";

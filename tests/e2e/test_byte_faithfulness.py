@@ -7,8 +7,8 @@ the raw bytes of input and output:
   gpu_memset / cuda_sync / gpu_user_annotation, ph not s/t/f, not thread_name /
   thread_sort_index metadata) is, byte for byte, an event of the output (multiset);
 - every measured slice and every flow event is in the output with the same bytes except
-  the values of `tid` and `args.stream` ("changed events keep the original text of every
-  number they keep");
+  the value of `tid` ("changed events keep the original text of every number they keep";
+  the check masks `args.stream` too, which outputs before SPEC 9.14 rewrote);
 - every top-level value other than traceEvents is carried unchanged.
 """
 

@@ -33,3 +33,17 @@ TEST(AlreadyLaned, ForceCompactsAnyway) {
   EXPECT_TRUE(result.already_laned.empty());
   EXPECT_EQ(result.summary.compacted_lanes, 2u);
 }
+
+TEST(AlreadyLaned, TracelanesOwnOutputIsRecognisedAndWithForceCompactedFromItsLanes) {
+  // Its slices keep their recorded args.stream (SPEC 9.14) on lane tids: compacting it again
+  // would read a tid that is not its stream. Recognised by its top-level key; --force
+  // compacts it from its lanes as they are drawn.
+  std::string once = write_compacted(compact_text(trace_json({kernel(0, 7, "0", "10"), kernel(0, 8, "5", "10")})));
+  auto again = compact_text(once);
+  EXPECT_EQ(again.already_laned, "compacted by tracelane (top-level cuda_graph_stream_compaction)");
+  CompactOptions options;
+  options.force = true;
+  auto forced = compact_text(once, options);
+  EXPECT_TRUE(forced.already_laned.empty());
+  EXPECT_EQ(forced.summary.compacted_lanes, 2u);
+}

@@ -203,13 +203,15 @@ TEST(CompactLanes, OneLaneInAGroupHasNoNumberInItsLabel) {
   EXPECT_EQ(out.label(0, lane_tid("nccl_all_gather")), "NCCL all-gather");
 }
 
-TEST(CompactLanes, EverySliceGetsItsLaneTidAsTidAndStream) {
+TEST(CompactLanes, EverySliceGetsItsLaneTidAndKeepsItsRecordedStream) {
+  // SPEC 9.14: tid places a slice on its lane; args.stream, which HTA and TraceLens read,
+  // stays the stream it ran on.
   auto out = compact_output(trace_json({kernel(0, 7, "10", "5", "a"), kernel(0, 8, "12", "5", "b")}));
   auto a = out.one("a"), b = out.one("b");
   EXPECT_EQ(Output::int_of(a, "tid"), 1000000000);
-  EXPECT_EQ(Output::int_of(a["args"], "stream"), 1000000000);
+  EXPECT_EQ(Output::int_of(a["args"], "stream"), 7);
   EXPECT_EQ(Output::int_of(b, "tid"), 1000000010);
-  EXPECT_EQ(Output::int_of(b["args"], "stream"), 1000000010);
+  EXPECT_EQ(Output::int_of(b["args"], "stream"), 8);
   EXPECT_EQ(Output::int_of(a, "pid"), 0);
 }
 
