@@ -160,6 +160,18 @@ TEST(Restore, ReadsFormat1Records) {
   EXPECT_EQ(restored(old), original);
 }
 
+// tests/data/example_trace_compacted_stream_rewritten.json: tests/data/example_trace.json
+// compacted by the tracelane of output format 2, which rewrote a moved slice's args.stream
+// to its lane's tid (SPEC 9.14 keeps it); its restore data puts the streams back.
+TEST(Restore, ReadsRecordsOfOutputsThatRewroteArgsStream) {
+  std::filesystem::path data = std::filesystem::path(TRACELANE_SOURCE_DIR) / "tests/data";
+  std::string original = read_file(data / "example_trace.json");
+  std::string old = read_file(data / "example_trace_compacted_stream_rewritten.json");
+  ASSERT_FALSE(original.empty());
+  ASSERT_NE(old.find("\"stream\": 1000000000"), std::string::npos) << "not an output that rewrote args.stream";
+  EXPECT_EQ(restored(old), original);
+}
+
 TEST(Restore, RefusesAChangedByteOfTheRecord) {
   std::string out = compacted_text(untidy_trace());
   size_t key = out.rfind("\"tracelane_restore\"");
