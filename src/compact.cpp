@@ -1,5 +1,5 @@
 // The compaction driver. compact_trace, at the end of this file, is the list of passes:
-//   check_already_laned -> extract_slices -> build_lanes -> remap_related ->
+//   check_already_laned -> extract_slices -> keep_pytorch_lanes -> build_lanes -> remap_related ->
 //   coalesce_annotations -> annotate_kernel_runs -> split_annotation_tracks ->
 //   add_lane_metadata -> mark_compacted -> add_pp_flows -> count_summary -> validate
 // Every pass has one shape, `void pass(Compaction& c)`, and opens with a scoped timer of
@@ -72,13 +72,18 @@ struct Compaction {
   const CompactOptions& options;
   Timings* timings;  // null: no pass reads a clock
   SliceSet slices;   // the measured slices and their old streams, extract_slices to remap_related
+  // A trace PyTorch's exporter laned (SPEC 9.8), and per old stream: one of its lanes kept
+  // as it is (keep_pytorch_lanes), with the name it gave the lane.
+  bool pytorch_laned = false;
+  std::vector<char> kept;
+  std::vector<std::string> kept_names;
   // What later passes need of the slices once they are freed: their count (validate) and
   // their count in each of the rules' groups (count_summary).
   size_t slice_count = 0;
   std::vector<size_t> slices_per_group;
 };
 
-// SPEC 9.8: a trace whose exporter laned its CUDA-graph kernels itself is left as it is.
+// SPEC 9.8: a trace tracelane compacted is left as it is.
 bool check_already_laned(Compaction& c) {
   Timings::Scope t(c.timings, "check_already_laned");
   c.out.already_laned = already_laned_reason(c.trace);
@@ -127,6 +132,7 @@ struct FoundSlices {
   std::vector<Found> measured, syncs;
   std::vector<StreamKey> streams;
   size_t cuda_graph_launches = 0;
+  size_t moved = 0;  // measured slices with args.original_stream (SPEC 9.8)
 };
 
 // Finds the measured slices (SPEC 2), the cuda_sync slices that sit on their streams
@@ -154,6 +160,7 @@ void extract_slices(Compaction& c) {
       if (event.name == "cudaGraphLaunch") ++part.cuda_graph_launches;
       if (is_measured_cat(event.cat)) {
         check_measured_slice(trace, i, own_output);
+        if (event.has_original_stream) ++part.moved;
         part.measured.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
       } else if (sync_slice_candidate(event)) {
         part.syncs.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
@@ -166,9 +173,11 @@ void extract_slices(Compaction& c) {
   set.slices.reserve(candidates);  // not grown by doubling: kept until remap_related
   // Streams are numbered in order of their first measured slice, as one walk numbers them.
   std::vector<std::vector<uint32_t>> numbers(found.size());
+  size_t moved = 0;
   for (size_t r = 0; r < found.size(); ++r) {
     FoundSlices& part = found[r];
     summary.cuda_graph_launches += part.cuda_graph_launches;
+    moved += part.moved;
     numbers[r].assign(part.streams.size(), UINT32_MAX);
     for (const FoundSlices::Found& slice : part.measured) {
       uint32_t& number = numbers[r][slice.stream];
@@ -192,6 +201,59 @@ void extract_slices(Compaction& c) {
     }
   set.finish(trace);
   summary.original_streams = set.streams.size();
+  const TopLevelField* flag = trace.find_top("cudaGraphInlineAnnotated");
+  c.pytorch_laned = !own_output && (moved > 0 || (flag && flag->value_raw == "true"));
+  summary.pytorch_laned = c.pytorch_laned;
+}
+
+// The name a trace gives the track (pid, tid) in its thread_name metadata, if any.
+std::unordered_map<uint32_t, std::string> thread_names(const Trace& trace, const SliceSet& set,
+                                                       const std::vector<char>& wanted) {
+  std::unordered_map<uint32_t, std::string> names;
+  for (const Event& event : trace.events) {
+    if (event.ph != "M" || event.name != "thread_name" || !event.pid.is_int() || !event.tid.present()) continue;
+    const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
+    if (!stream) continue;
+    uint32_t s = uint32_t(stream - set.streams.data());
+    if (wanted[s] && event.has_span(kArgName)) names[s] = std::string(event.arg_name.view());
+  }
+  return names;
+}
+
+// PyTorch's lanes made whole (SPEC 9.8). The exporter moved each graphed slice onto a lane
+// (tid and args.stream the lane, args.original_stream the stream it ran on). A lane it made,
+// an old stream holding a moved slice, is kept as it is, tid and name, when its measured
+// slices do not overlap; one whose slices overlap (everything unannotated piles onto one
+// default lane) is repacked with every other old stream by the usual rules. Every moved
+// slice's args.stream is put back to the stream it ran on (SPEC 9.14).
+void keep_pytorch_lanes(Compaction& c) {
+  Timings::Scope t(c.timings, "keep_pytorch_lanes");
+  const Trace& trace = c.trace;
+  const SliceSet& set = c.slices;
+  c.kept.assign(set.streams.size(), 0);
+  c.kept_names.assign(set.streams.size(), std::string());
+  std::vector<char> made(set.streams.size(), 0);  // a lane PyTorch made
+  for (const Slice& slice : set.slices)
+    if (trace.events[slice.event].has_original_stream) made[slice.stream] = 1;
+  std::unordered_map<uint32_t, std::string> names = thread_names(trace, set, made);
+  for (uint32_t s = 0; s < set.streams.size(); ++s) {
+    if (!made[s]) continue;
+    const OldStream& stream = set.streams[s];
+    bool clean = trace.events[set.slices[stream.slices.front()].event].tid.is_int();
+    Ns last_end = INT64_MIN;
+    for (uint32_t k : stream.slices) {  // by start
+      const Slice& slice = set.slices[k];
+      if (!is_measured_cat(trace.events[slice.event].cat)) continue;
+      if (slice.start < last_end) clean = false;
+      last_end = std::max(last_end, slice.end);
+    }
+    auto named = names.find(s);
+    c.kept_names[s] = named != names.end() ? named->second : "stream " + std::string(stream.tid_text);
+    c.kept[s] = clean;
+    std::string listed = c.kept_names[s];
+    while (!listed.empty() && listed.back() == ' ') listed.pop_back();
+    (clean ? c.summary.pytorch_lanes_kept : c.summary.pytorch_lanes_repacked).push_back(listed);
+  }
 }
 
 // Packs each (GPU pid, group)'s slices into lanes (lanes.cpp), then gives tids to lanes
@@ -204,12 +266,34 @@ void build_lanes(Compaction& c) {
   c.out.track_tids = TrackTids(trace.events);
   TrackTids& tids = c.out.track_tids;
   const auto& groups = c.rules.groups();
-  // (pid, group) -> slice indices, in traceEvents order.
-  std::map<std::pair<int64_t, int>, std::vector<uint32_t>> families;
-  for (uint32_t s = 0; s < set.slices.size(); ++s) families[{set.slices[s].pid, set.slices[s].group}].push_back(s);
+  // (pid, group) -> the slices to pack, in traceEvents order, and the lanes PyTorch made
+  // that are kept (SPEC 9.8), each with the group most of its measured slices are in.
+  struct Family {
+    std::vector<uint32_t> members;
+    std::vector<uint32_t> kept_streams;
+  };
+  std::map<std::pair<int64_t, int>, Family> families;
+  std::vector<std::vector<uint32_t>> kept_slices(c.kept.size());
+  for (uint32_t s = 0; s < set.slices.size(); ++s) {
+    const Slice& slice = set.slices[s];
+    if (!c.kept.empty() && c.kept[slice.stream] && is_measured_cat(trace.events[slice.event].cat))
+      kept_slices[slice.stream].push_back(s);
+    else
+      families[{slice.pid, slice.group}].members.push_back(s);
+  }
+  for (uint32_t k = 0; k < kept_slices.size(); ++k) {
+    if (kept_slices[k].empty()) continue;
+    std::map<int, size_t> in_group;
+    for (uint32_t s : kept_slices[k]) ++in_group[set.slices[s].group];
+    int group = std::max_element(in_group.begin(), in_group.end(), [](const auto& a, const auto& b) {
+                  return a.second < b.second;
+                })->first;  // ties: the group listed first
+    families[{set.streams[k].pid, group}].kept_streams.push_back(k);
+  }
   std::vector<Lane>& lanes = c.out.lanes;
   uint32_t gpu = 0;
-  for (auto& [key, members] : families) {
+  for (auto& [key, family] : families) {
+    const std::vector<uint32_t>& members = family.members;
     if (!lanes.empty() && lanes.back().pid != key.first) ++gpu;
     std::vector<Interval> intervals;
     intervals.reserve(members.size());
@@ -233,6 +317,20 @@ void build_lanes(Compaction& c) {
       uint32_t s = members[m];
       set.slices[s].lane = uint32_t(first + lane_of[m]);
     }
+    // A kept lane follows its group's packed lanes, with its tid and its name.
+    for (uint32_t k : family.kept_streams) {
+      Lane lane;
+      lane.pid = key.first;
+      lane.gpu = gpu;
+      lane.group = key.second;
+      lane.group_id = groups[key.second].id;
+      lane.number = count++;
+      lane.lanes_in_group = 1;
+      lane.tid = trace.events[set.slices[kept_slices[k].front()].event].tid.value;
+      lane.label = c.kept_names[k];
+      for (uint32_t s : kept_slices[k]) set.slices[s].lane = uint32_t(lanes.size());
+      lanes.push_back(std::move(lane));
+    }
   }
   for (auto& lane : lanes)
     lane.annotation_tid = tids.tid({lane.gpu, uint32_t(lane.group), lane.number, kAnnotationTrack});
@@ -245,8 +343,16 @@ void build_lanes(Compaction& c) {
     });
     for (uint32_t& s : lane.slices) s = set.slices[s].event;  // from now on: event indices
   }
-  // tid places a slice on its lane; args.stream keeps the stream it ran on (SPEC 9.14).
-  for (const Slice& slice : set.slices) trace.events[slice.event].set_tid(lanes[slice.lane].tid, false);
+  // tid places a slice on its lane; args.stream keeps the stream it ran on (SPEC 9.14),
+  // which is args.original_stream where PyTorch's exporter wrote the lane there (SPEC 9.8).
+  for (const Slice& slice : set.slices) {
+    Event& event = trace.events[slice.event];
+    event.set_tid(lanes[slice.lane].tid);
+    if (c.pytorch_laned && !event.original_stream_text().empty()) {
+      event.put_back_recorded_stream();
+      ++c.summary.streams_put_back;
+    }
+  }
 }
 
 // Events tied to old streams follow their slices (SPEC 5, 9.2). Each event moves on its
@@ -272,7 +378,7 @@ void remap_related(Compaction& c) {
       if (event.is_flow()) {
         std::optional<uint32_t> slice = event.ts.numeric ? set.slice_for_flow(*stream, event.ts.ns) : std::nullopt;
         if (slice) {
-          event.set_tid(lanes[set.slices[*slice].lane].tid, false);
+          event.set_tid(lanes[set.slices[*slice].lane].tid);
           ++count.flows_mapped;
         } else {
           ++count.flows_unmapped;
@@ -281,7 +387,7 @@ void remap_related(Compaction& c) {
       }
       if (event.cat == "gpu_user_annotation" && event.ts.numeric) {
         uint32_t slice = set.nearest_slice(*stream, event.ts.ns);
-        event.set_tid(lanes[set.slices[slice].lane].annotation_tid, false);
+        event.set_tid(lanes[set.slices[slice].lane].annotation_tid);
         ++count.annotations_mapped;
       }
     }
@@ -452,7 +558,7 @@ void split_annotation_tracks(Compaction& c) {
         lane.annotation_subtracks.push_back(tids.tid({lane.gpu, uint32_t(lane.group), lane.number, n}));
         ++summary.annotation_subtracks;
       }
-      trace.events[on_track[l][m].event].set_tid(lane.annotation_subtracks[k - 1], false);
+      trace.events[on_track[l][m].event].set_tid(lane.annotation_subtracks[k - 1]);
     }
   }
   summary.lane_tids_unaligned = tids.unaligned();
@@ -517,9 +623,13 @@ void add_lane_metadata(Compaction& c) {
     trace.events.push_back(f);
   };
   for (const auto& lane : lanes) {
-    if (annotated[lane.annotation_tid]) emit(lane, lane.annotation_tid, lane.label + " annotations");
+    // A kept PyTorch lane's name may end in a space ("stream 7 ", as Kineto names streams).
+    std::string_view base = lane.label;
+    while (!base.empty() && base.back() == ' ') base.remove_suffix(1);
+    std::string annotations = std::string(base) + " annotations";
+    if (annotated[lane.annotation_tid]) emit(lane, lane.annotation_tid, annotations);
     for (size_t k = 0; k < lane.annotation_subtracks.size(); ++k)
-      emit(lane, lane.annotation_subtracks[k], lane.label + " annotations (" + std::to_string(k + 2) + ")");
+      emit(lane, lane.annotation_subtracks[k], annotations + " (" + std::to_string(k + 2) + ")");
     emit(lane, lane.tid, lane.label);
   }
 }
@@ -576,7 +686,8 @@ void validate(Compaction& c) {
   Timings::Scope t(c.timings, "validate");
   const Trace& trace = c.trace;
   const SliceSet& set = c.slices;
-  constexpr uint8_t allowed_changes = uint8_t(1u << kTid);  // args.stream stays as recorded (SPEC 9.14)
+  // args.stream stays as recorded (SPEC 9.14), or is put back to it (SPEC 9.8).
+  constexpr uint8_t allowed_changes = uint8_t(1u << kTid);
   struct Placed {
     int64_t tid;
     Ns start, end;
@@ -589,7 +700,8 @@ void validate(Compaction& c) {
       if (!measured && !(i < set.is_slice.size() && set.is_slice[i])) continue;
       if (!measured && event.dropped) continue;
       if (event.dropped) throw Error(where(trace, i) + ": validation: a measured slice was dropped");
-      if (event.changed & ~allowed_changes)
+      const uint8_t stream_put_back = event.original_stream_text().empty() ? 0 : uint8_t(1u << kStream);
+      if (event.changed & ~(allowed_changes | stream_put_back))
         throw Error(where(trace, i) + ": validation: a measured slice changed more than its placement");
       if (!((event.changed >> kTid) & 1))
         throw Error(where(trace, i) + ": validation: a measured slice was not placed on a lane");
@@ -673,13 +785,6 @@ std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
 std::string already_laned_reason(const Trace& trace) {
   if (trace.find_top("cuda_graph_stream_compaction"))
     return "compacted by tracelane (top-level cuda_graph_stream_compaction)";
-  if (const TopLevelField* flag = trace.find_top("cudaGraphInlineAnnotated"); flag && flag->value_raw == "true")
-    return "top-level cudaGraphInlineAnnotated is true";
-  for (size_t i = 0; i < trace.events.size(); ++i) {
-    const Event& event = trace.events[i];
-    if (event.has_original_stream && is_measured_cat(event.cat))
-      return "GPU slices carry args.original_stream (event #" + std::to_string(i) + ")";
-  }
   return "";
 }
 
@@ -688,10 +793,12 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   result.trace = std::move(trace);
   result.restore_data = options.restore_data;
   Compaction c(result, options);
-  // A trace its exporter already laned is returned as it is, unless forced (SPEC 9.8).
+  // A trace tracelane already compacted is returned as it is, unless forced (SPEC 9.8).
   if (!options.force && check_already_laned(c)) return result;
   // The measured slices, checked (SPEC 2): every later pass works from them.
   extract_slices(c);
+  // Which lanes PyTorch's exporter made are kept as they are (SPEC 9.8).
+  if (c.pytorch_laned) keep_pytorch_lanes(c);
   // Lanes from the slices' overlaps, and the tids every track will have.
   build_lanes(c);
   // Flow endpoints and annotations on the old streams move with their slices.

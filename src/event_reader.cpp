@@ -17,6 +17,7 @@ bool EventReader::read(od::value value, Event& event, size_t index, od::document
   check_.checking_event(index, doc);
   const char* begin = nullptr;
   std::array<std::string_view, kFieldCount> tokens{};
+  std::string_view original_stream;  // args.original_stream's text, when an integer
   constexpr size_t kFieldLevel = 4;  // the document 1, traceEvents 2, the event 3
   for (auto field_result : object) {
     od::field field;
@@ -69,7 +70,12 @@ bool EventReader::read(od::value value, Event& event, size_t index, od::document
           if (!raw.empty() && raw[0] == '"') tokens[kArgName] = raw;
           read_string(arg_value, event.arg_name, kFieldLevel + 1);
         } else {
-          if (arg_key == "original_stream") event.has_original_stream = true;
+          if (arg_key == "original_stream") {
+            event.has_original_stream = true;
+            std::string_view raw = trim_right(arg_value.raw_json_token());
+            int64_t stream_value = 0;
+            if (parse_json_int(raw, stream_value)) original_stream = raw;
+          }
           check_.check_value(arg_value, kFieldLevel + 1);
         }
       }
@@ -95,6 +101,10 @@ bool EventReader::read(od::value value, Event& event, size_t index, od::document
     if (tokens[f].data()) {
       event.set_span(Field(f), Span{uint32_t(tokens[f].data() - begin), uint32_t(tokens[f].size())});
     }
+  }
+  if (original_stream.data() && original_stream.size() < PackedSpan::kLong) {
+    event.original_stream_span.offset = uint32_t(original_stream.data() - begin);
+    event.original_stream_span.length = uint16_t(original_stream.size());
   }
   return true;
 }

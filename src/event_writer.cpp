@@ -94,8 +94,13 @@ void append_event(std::string& out, const Event& event, std::string_view name_pr
         out += std::to_string(event.new_pid);
         break;
       case kTid:
-      case kStream:
         out += std::to_string(event.new_tid);
+        break;
+      case kStream:  // Event::put_back_recorded_stream
+        if (event.original_stream_text().empty())
+          throw Error("internal: args.stream put back without an integer args.original_stream in event " +
+                      std::string(event.raw.substr(0, 200)));
+        out += event.original_stream_text();
         break;
       case kId:
         out += std::to_string(event.new_id);

@@ -229,6 +229,10 @@ class RecordEncoder {
     }
     if (f == kPid || f == kTid || f == kId || f == kStream) {
       int64_t now = f == kPid ? event.new_pid : f == kId ? event.new_id : event.new_tid;
+      // The value as written (the restorer keys by it): a put-back args.stream is
+      // args.original_stream's integer.
+      if (f == kStream && !parse_json_int(event.original_stream_text(), now))
+        throw Error("internal: args.stream put back without an integer args.original_stream");
       auto [it, inserted] = last_text_[f].try_emplace(now, original);
       if (!inserted && it->second == original) {
         values_.push_back(char(kPrevious));

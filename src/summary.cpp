@@ -54,6 +54,16 @@ JsonValue compaction_summary(const CompactSummary& s, bool with_pp) {
   // presence is the signal, and summaries without it stay as they were).
   if (s.lane_tids_unaligned) o.set("lane_tids_unaligned", count(s.lane_tids_unaligned));
   o.set("cuda_graph_launches", count(s.cuda_graph_launches));
+  if (s.pytorch_laned) {  // SPEC 9.8: only for such traces, so other summaries stay as they were
+    JsonValue laned = JsonValue::object();
+    JsonValue kept = JsonValue::array(), repacked = JsonValue::array();
+    for (const std::string& name : s.pytorch_lanes_kept) kept.push(JsonValue::string(name));
+    for (const std::string& name : s.pytorch_lanes_repacked) repacked.push(JsonValue::string(name));
+    laned.set("kept", kept);
+    laned.set("repacked", repacked);
+    laned.set("streams_put_back", count(s.streams_put_back));
+    o.set("pytorch_lanes", laned);
+  }
   if (with_pp && s.has_pp) o.extend(local_pp_flows_summary(s));
   return o;
 }

@@ -31,6 +31,11 @@ struct CompactSummary {
   size_t annotation_subtracks = 0;  // extra tracks made so annotations nest (SPEC 9.6)
   size_t lane_tids_unaligned = 0;   // tracks that could not have their aligned tid (SPEC 9.11)
   size_t cuda_graph_launches = 0;
+  // A trace PyTorch's exporter laned (SPEC 9.8): the lanes it made, by name, that were kept
+  // as they are and that were repacked, and the slices whose args.stream was put back.
+  bool pytorch_laned = false;
+  std::vector<std::string> pytorch_lanes_kept, pytorch_lanes_repacked;
+  size_t streams_put_back = 0;
   bool has_pp = false;  // single-trace arrows were computed
   int pp_rank = 0;
   PpCounts pp;

@@ -150,6 +150,9 @@ struct Event {
   // Where each field's value sits in raw (length 0: the event has none): span() and
   // set_span(), not read directly.
   std::array<PackedSpan, kFieldCount> packed_spans{};
+  // Where args.original_stream's value sits in raw, when it is an integer (length 0 when
+  // not): the stream a PyTorch-laned slice ran on (SPEC 9.8).
+  PackedSpan original_stream_span{};
   uint8_t changed = 0;
   bool has_args : 1 = false;
   bool has_original_stream : 1 = false;  // args.original_stream (already-laned exporters)
@@ -186,12 +189,21 @@ struct Event {
   // args.name as written, with its quotes, when it is a string read from the input.
   std::string_view arg_name_raw() const { return synthesised ? std::string_view() : value_text(kArgName); }
 
+  // The text of args.original_stream when it is an integer, else empty.
+  std::string_view original_stream_text() const {
+    return raw.substr(original_stream_span.offset, original_stream_span.length);
+  }
+
   bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
-  void set_tid(int64_t lane_tid, bool also_stream) {
+  // Places the event on track `lane_tid`; args.stream stays as it is (SPEC 9.14).
+  void set_tid(int64_t lane_tid) {
     new_tid = lane_tid;
     changed |= 1u << kTid;
-    if (also_stream) changed |= 1u << kStream;
   }
+  // args.stream is written as args.original_stream's text: the stream a PyTorch-laned
+  // slice ran on, put back where its exporter wrote the lane (SPEC 9.8). Needs
+  // original_stream_text().
+  void put_back_recorded_stream() { changed |= 1u << kStream; }
   int64_t final_tid() const { return (changed >> kTid) & 1 ? new_tid : int64_t(tid.value); }
   int64_t final_pid() const { return (changed >> kPid) & 1 ? new_pid : int64_t(pid.value); }
   Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : Ns(ts.ns); }

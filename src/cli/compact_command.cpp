@@ -52,7 +52,7 @@ int run_compact(int argc, char** argv) {
   add_restore_option(options, shared);
   add_parallel_options(options, shared);
   options.add_options()("no-pp-flows", po::bool_switch(&no_pp_flows), "do not add rank-local PP arrows")(
-      "force", po::bool_switch(&force), "compact a trace that is already laned (SPEC 9.8)");
+      "force", po::bool_switch(&force), "compact tracelane's own output again (SPEC 9.8)");
   const CommandLine line{"compact", "usage: tracelane compact TRACE [options]\n", std::string("\n") + kUsage};
   std::string input_arg;
   if (auto done = parse_command_line(argc, argv, line, options, "TRACE", input_arg)) return *done;

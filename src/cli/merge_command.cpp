@@ -102,7 +102,7 @@ int run_merge(int argc, char** argv) {
   add_shared_options(options, shared);
   add_restore_option(options, shared);
   add_parallel_options(options, shared);
-  options.add_options()("force", po::bool_switch(&force), "merge ranks that are already laned (SPEC 9.8)");
+  options.add_options()("force", po::bool_switch(&force), "merge ranks that are tracelane's own outputs (SPEC 9.8)");
   const CommandLine line{"merge", "usage: tracelane merge DIR_OR_ONE_RANK_FILE [options]\n",
                          std::string("\n") + kUsage};
   std::string input_arg;

@@ -32,8 +32,8 @@ const char* const kUsage =
     "  rules --print-defaults | --check FILE\n"
     "      the built-in classification and PP rules, or validate a --rules file\n"
     "\n"
-    "compact, merge and sweep take --rules FILE; compact and merge take --force for\n"
-    "traces that are already laned; all three take --no-restore-data.\n"
+    "compact, merge and sweep take --rules FILE, --force (for tracelane's own outputs)\n"
+    "and --no-restore-data.\n"
     "\n"
     "  tracelane <command> --help   options of a command\n"
     "  tracelane --version\n";

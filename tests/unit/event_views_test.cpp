@@ -115,7 +115,7 @@ TEST(EventSpans, TheWriterReplacesALongValueAndNothingAroundIt) {
   Event event = trace.events[0];
   event.new_pid = 5;
   event.changed |= 1u << kPid;
-  event.set_tid(7, false);
+  event.set_tid(7);
   std::string out;
   append_event(out, event);
   std::string expected(event.raw.view());

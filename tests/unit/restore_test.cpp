@@ -213,7 +213,8 @@ TEST(Restore, RefusesARecordForAnotherOutput) {
 }
 
 // Property: for random traces (random streams, overlaps, annotations that coalesce, flows,
-// number spellings, whitespace), each compacted and merged, the originals come back.
+// number spellings, whitespace, slices PyTorch's exporter moved), each compacted and
+// merged, the originals come back.
 TEST(RestoreProperty, RandomTracesComeBackByteForByte) {
   std::mt19937 rng(20261201);
   auto pick = [&](int n) { return int(std::uniform_int_distribution<int>(0, n - 1)(rng)); };
@@ -233,7 +234,7 @@ TEST(RestoreProperty, RandomTracesComeBackByteForByte) {
       if (i) json += spaces[pick(5)];
       int64_t ts = pick(100000), dur = pick(5000);
       int stream = 7 + pick(6);
-      switch (pick(6)) {
+      switch (pick(7)) {
         case 0:
         case 1:
         case 2:
@@ -244,6 +245,10 @@ TEST(RestoreProperty, RandomTracesComeBackByteForByte) {
           break;
         case 4:
           json += flow(pick(2) ? "s" : "f", "ac2g", std::to_string(pick(20)), pick(2) ? 0 : 100, stream, number(ts));
+          break;
+        case 5:  // moved by PyTorch's exporter onto lane 7 or 41 (SPEC 9.8)
+          json += kernel(0, pick(2) ? 7 : 41, number(ts), number(dur), "g",
+                         "\"original_stream\": " + std::to_string(20 + pick(4)));
           break;
         default:
           json += R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 100, "tid": 100, "ts": )" + number(ts) +

@@ -87,7 +87,7 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
       "memory", po::value(&memory),
       "budget for trace data in flight, e.g. 512M, 4G (default: half the memory of the machine or job)")(
       "overwrite", po::bool_switch(&options.overwrite), "redo outputs that are up to date")(
-      "force", po::bool_switch(&force), "compact traces that are already laned (SPEC 9.8)")(
+      "force", po::bool_switch(&force), "compact traces that are tracelane's own outputs (SPEC 9.8)")(
       "rules", po::value(&shared.rules_file),
       "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "no-restore-data", po::bool_switch(&shared.no_restore_data),
