@@ -12,6 +12,12 @@ fails when they differ, and --regenerate rewrites the doc below its marker line.
 A cell says "equal", "differs: <measure>", "crashes on copy: <exception>" (or "crashes on
 both" / "crashes on original only"). A known difference is a cell, not a failure: the
 contract is that the doc says what the tools answer today.
+
+A generated pair follows the corpus's table in a section of its own (issue 27): a
+tracelane_gen trace (--gen) re-exported by bench/pytorch_lanes.py as PyTorch's exporter
+writes it, HTA run on the un-laned twin (`--graph-lanes none`, the original side) and on
+tracelane's compacted copy of the laned trace (`--graph-lanes all`, stream 7 piled up; the
+copy side). Without tracelane_gen that section is SKIPPED loudly and the rest compared.
 """
 
 import argparse
@@ -66,6 +72,12 @@ CAPTURES = [
     ("sglang_decode", "corpus/capture/sglang_decode/capture_traces",
      "corpus/capture/sglang_decode/sglang_Qwen3-8B_decode.json.gz"),
 ]
+# The generated PyTorch-laned pair: (label, tracelane_gen arguments). ~4 MB of JSON keeps
+# HTA's two runs to seconds.
+GENERATED = [
+    ("tracelane_gen 4M, PyTorch-laned", ["--size", "4M", "--seed", "42"]),
+]
+GENERATED_HEADING = "## Measured on a generated PyTorch-laned trace: un-laned twin against compacted copy"
 STREAM_IN_TEXT = re.compile(r"""(['"])stream\1: -?\d+""")
 RANK_FILE = re.compile(r"^rank(\d+)_trace\.json(\.gz)?$")
 
@@ -419,6 +431,34 @@ def prepare(args, shared, tmp):
     return items, jobs
 
 
+def prepare_generated(args, tmp):
+    """Jobs for the GENERATED pairs, as prepare's; none (SKIPPED loudly) without tracelane_gen."""
+    if not (args.gen and os.access(args.gen, os.X_OK)):
+        print(f"SKIPPED: the generated PyTorch-laned pair needs tracelane_gen (--gen {args.gen or '<not given>'} "
+              f"is not an executable; build the bench/ targets); the corpus's table is still compared", flush=True)
+        return [], []
+    exporter = os.path.join(args.repo_root, "bench", "pytorch_lanes.py")
+    items, jobs = [], []
+    for label, gen_args in GENERATED:
+        base = os.path.join(tmp, re.sub(r"[^A-Za-z0-9_]+", "_", label))
+        paths = {side: os.path.join(base, side) for side in ("original", "copy")}
+        for path in paths.values():
+            os.makedirs(path)
+        plain, laned = os.path.join(base, "plain.json.gz"), os.path.join(base, "laned.json.gz")
+        twin = os.path.join(paths["original"], "trace.json.gz")
+        for argv in ([args.gen, *gen_args, "--out", plain, "--quiet"],
+                     [sys.executable, "-B", exporter, plain, twin, "--graph-lanes", "none", "--quiet"],
+                     [sys.executable, "-B", exporter, plain, laned, "--graph-lanes", "all", "--quiet"]):
+            result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if result.returncode != 0:
+                raise SystemExit(f"FAIL: {' '.join(argv)}: rc={result.returncode} {result.stderr.strip()[:400]}")
+        compact(args.tracelane, laned, os.path.join(paths["copy"], "trace_compacted.json.gz"))
+        items.append(label)
+        for side in ("original", "copy"):
+            jobs.append((label, side, ["hta", paths[side], "single"]))
+    return items, jobs
+
+
 def run_job(args, clients, tmp, index, job):
     label, side, argv = job
     out = os.path.join(tmp, f"result_{index}.pickle")
@@ -440,7 +480,7 @@ def run_job(args, clients, tmp, index, job):
         return label, side, argv[0], seconds, pickle.load(handle), None
 
 
-def render(items, results, tmp):
+def render(items, results, tmp, heading="## Measured: original against compacted copy", every="## Every result"):
     """The generated section: a summary per analysis, then every cell."""
     # In the order the workers ran them, trace by trace (never in the order workers
     # finished), each report's sheets under the report.
@@ -463,7 +503,7 @@ def render(items, results, tmp):
             value = cell(original.get(name), copy.get(name), [tmp])
             if value is not None:
                 cells[(name, label)] = value
-    lines = ["## Measured: original against compacted copy", "",
+    lines = [heading, "",
              "| analysis | equal | differs | crashes on copy | crashes on both |", "|---|---|---|---|---|"]
     for name in analyses:
         row = {"equal": [], "differs": [], "copy": [], "both": []}
@@ -480,7 +520,7 @@ def render(items, results, tmp):
             else:
                 row["copy"].append(label)
         lines.append(f"| {name} | " + " | ".join(str(len(row[k])) for k in ("equal", "differs", "copy", "both")) + " |")
-    lines += ["", "## Every result", "", "| analysis | trace | on the copy |", "|---|---|---|"]
+    lines += ["", every, "", "| analysis | trace | on the copy |", "|---|---|---|"]
     for name in analyses:
         for label in items:
             value = cells.get((name, label))
@@ -499,6 +539,8 @@ def main():
     parser.add_argument("--jobs", type=int, default=2, help="workers at a time (default 2)")
     parser.add_argument("--regenerate", action="store_true", help="rewrite docs/analysis-tools.md below its marker")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (copies, worker logs)")
+    parser.add_argument("--gen", default="", help="tracelane_gen (bench/), for the generated PyTorch-laned pair; "
+                                                  "that pair is SKIPPED without it")
     args = parser.parse_args()
     args.tracelane = os.path.abspath(args.tracelane)
     if not os.access(args.tracelane, os.X_OK):
@@ -532,6 +574,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tracelane_clients_")
     try:
         items, jobs = prepare(args, shared, tmp)
+        generated, generated_jobs = prepare_generated(args, tmp)
+        jobs += generated_jobs
         print(f"copies made in {time.monotonic() - started:.1f} s; {len(jobs)} tool runs on {args.jobs} workers", flush=True)
         results = {}
         failed = []
@@ -550,6 +594,8 @@ def main():
                 print(f"FAIL: worker crashed: {text}")
             return 1
         table = render(items, results, tmp)
+        generated_table = (render(generated, results, tmp, GENERATED_HEADING, "### Every result on the generated trace")
+                           if generated else None)
     finally:
         if args.keep:
             print(f"kept {tmp}")
@@ -562,19 +608,28 @@ def main():
         print(f"FAIL: {DOC} lacks the marker line {MARKER!r}")
         return 1
     head = doc.split(MARKER)[0] + MARKER + "\n\n"
+    # Below the marker: the corpus's table, then (after a blank line) the generated pair's
+    # section. Without tracelane_gen that section is not measured: the doc's is kept on
+    # --regenerate and not compared otherwise.
+    below = doc[len(head):] if doc.startswith(head) else ""
+    split = below.find("\n" + GENERATED_HEADING + "\n")
+    doc_generated = below[split + 1:] if split >= 0 else None
+    measured = table + ("\n" + generated_table if generated_table is not None else
+                        "\n" + doc_generated if doc_generated is not None else "")
     print(f"tool runs done in {time.monotonic() - started:.1f} s")
     if args.regenerate:
         with open(doc_path, "w") as handle:
-            handle.write(head + table)
-        print(f"rewrote {DOC}")
+            handle.write(head + measured)
+        print(f"rewrote {DOC}" + ("" if generated_table is not None else
+                                  " (the generated pair's section kept as it was: not measured without tracelane_gen)"))
         return 0
-    if head + table != doc:
+    if head + measured != doc:
         print(f"FAIL: {DOC} does not say what the tools answer today; the measured table:\n")
-        print(table)
+        print(measured)
         print(f"If the change is intended, run: {sys.executable} tests/clients/compare_analyses.py "
-              f"--tracelane build/tracelane --regenerate")
+              f"--tracelane build/tracelane --gen build/bench/tracelane_gen --regenerate")
         return 1
-    print(f"clients_analyses: {DOC} matches the measured table ({len(items)} traces)")
+    print(f"clients_analyses: {DOC} matches the measured table ({len(items) + len(generated)} traces)")
     return 0
 
 
