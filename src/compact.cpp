@@ -186,7 +186,6 @@ void extract_slices(Compaction& c) {
     }
     summary.measured_slices += part.measured.size();
   }
-  if (set.slices.empty()) throw Error(trace.source + ": no GPU kernel/memcpy/memset slices");
   // The cuda_sync slices go after every measured one: only then are the streams known.
   for (size_t r = 0; r < found.size(); ++r)
     for (const FoundSlices::Found& slice : found[r].syncs) {
@@ -797,6 +796,12 @@ CompactedTrace compact_trace(Trace trace, const CompactOptions& options) {
   if (!options.force && check_already_laned(c)) return result;
   // The measured slices, checked (SPEC 2): every later pass works from them.
   extract_slices(c);
+  if (c.slices.slices.empty()) {
+    // No GPU slice (a CPU-only run): the copy is the trace as it is, marked (SPEC 9.15).
+    c.summary.nothing_to_repack = true;
+    mark_compacted(c);
+    return result;
+  }
   // Which lanes PyTorch's exporter made are kept as they are (SPEC 9.8).
   if (c.pytorch_laned) keep_pytorch_lanes(c);
   // Lanes from the slices' overlaps, and the tids every track will have.

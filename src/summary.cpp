@@ -54,6 +54,7 @@ JsonValue compaction_summary(const CompactSummary& s, bool with_pp) {
   // presence is the signal, and summaries without it stay as they were).
   if (s.lane_tids_unaligned) o.set("lane_tids_unaligned", count(s.lane_tids_unaligned));
   o.set("cuda_graph_launches", count(s.cuda_graph_launches));
+  if (s.nothing_to_repack) o.set("nothing_to_repack", JsonValue::boolean(true));  // SPEC 9.15: only then
   if (s.pytorch_laned) {  // SPEC 9.8: only for such traces, so other summaries stay as they were
     JsonValue laned = JsonValue::object();
     JsonValue kept = JsonValue::array(), repacked = JsonValue::array();

@@ -238,6 +238,32 @@ struct ChunkedEvents {
   }
 };
 
+// Reads the events of the list `events` (the "[]" left in its place when `chunked`: the
+// events then come from the chunks).
+void read_events_of(Trace& trace, od::document& doc, od::array& events, size_t whole_length, EventReader& reader,
+                    ChunkedEvents* chunked) {
+  size_t index = 0;
+  // Events average 130-400 bytes of JSON. Growing a vector of millions copies it while
+  // both copies live, so reserve for small events: pages never written cost no memory.
+  trace.events.reserve(whole_length / 128 + 16);
+  if (chunked) {
+    for (auto element : events) (void)element;  // the "[]" left in its place
+    chunked->read(trace, index);
+  } else {
+    read_events(trace, reader, doc, events, index);
+  }
+}
+
+// A document that is a list of events.
+void read_event_list(Trace& trace, od::document& doc, size_t whole_length, EventReader& reader,
+                     ChunkedEvents* chunked) {
+  trace.events_position = 0;
+  trace.array_format = true;
+  od::array events;
+  if (auto error = doc.get_array().get(events)) reader.check().fail_json(error, doc, "at top level");
+  read_events_of(trace, doc, events, whole_length, reader, chunked);
+}
+
 // Reads the top-level object in [begin, begin + length), padded to `allocated`. With
 // `chunked`, its traceEvents value is the "[]" left where the array's contents were, and
 // the events come from the chunks. `whole_length` sizes the event vector.
@@ -248,9 +274,21 @@ void parse_document(Trace& trace, const char* begin, size_t length, size_t alloc
   if (length == 0) check.fail("empty file, not a Kineto trace", nullptr);
   od::document doc;
   if (auto error = parser.iterate(begin, length, allocated).get(doc)) check.fail_document(error);
+  od::json_type root_type;
+  if (auto error = doc.type().get(root_type)) check.fail_document(error);
+  if (root_type == od::json_type::array) {
+    // The Trace Event Format's JSON Array Format (which Perfetto reads and torch's legacy
+    // exporter writes): the document is the list of events, with no other key.
+    read_event_list(trace, doc, whole_length, reader, chunked);
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) == simdjson::SUCCESS)
+      check.fail("trailing content after the JSON document", trailing);
+    return;
+  }
   od::object root;
   if (auto error = doc.get_object().get(root)) {
-    if (error == simdjson::INCORRECT_TYPE) check.fail("top level is not a JSON object, not a Kineto trace", nullptr);
+    if (error == simdjson::INCORRECT_TYPE)
+      check.fail("top level is not a JSON object or array, not a Kineto trace", nullptr);
     size_t last = length;
     while (last > 0 && std::isspace(static_cast<unsigned char>(begin[last - 1]))) --last;
     if (last > 0 && begin[last - 1] != '}')
@@ -273,16 +311,7 @@ void parse_document(Trace& trace, const char* begin, size_t length, size_t alloc
       trace.events_position = trace.top.size();
       od::array events;
       if (value.get_array().get(events)) check.fail("traceEvents is not a list, not a Kineto trace", nullptr);
-      size_t index = 0;
-      // Events average 130-400 bytes of JSON. Growing a vector of millions copies it while
-      // both copies live, so reserve for small events: pages never written cost no memory.
-      trace.events.reserve(whole_length / 128 + 16);
-      if (chunked) {
-        for (auto element : events) (void)element;  // the "[]" left in its place
-        chunked->read(trace, index);
-      } else {
-        read_events(trace, reader, doc, events, index);
-      }
+      read_events_of(trace, doc, events, whole_length, reader, chunked);
     } else {
       TopLevelField top;
       top.key = std::move(key);

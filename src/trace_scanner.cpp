@@ -22,7 +22,9 @@ constexpr std::array<bool, 256> kBracketOrQuote = [] {
 bool Scanner::plan(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes) {
   skip_ws();
   if (p_ >= n_) return truncated();
-  if (d_[p_] != '{') return fail("top level is not a JSON object, not a Kineto trace", kNowhere);
+  // The Trace Event Format's JSON Array Format: the document is the list of events.
+  if (d_[p_] == '[') return scan_array(chunk_limit, out, segment_bytes);
+  if (d_[p_] != '{') return fail("top level is not a JSON object or array, not a Kineto trace", kNowhere);
   ++p_;
   skip_ws();
   if (p_ >= n_) return truncated();

@@ -36,7 +36,8 @@ struct CompactSummary {
   bool pytorch_laned = false;
   std::vector<std::string> pytorch_lanes_kept, pytorch_lanes_repacked;
   size_t streams_put_back = 0;
-  bool has_pp = false;  // single-trace arrows were computed
+  bool nothing_to_repack = false;  // no measured slice: the copy is the trace as it is (SPEC 9.15)
+  bool has_pp = false;             // single-trace arrows were computed
   int pp_rank = 0;
   PpCounts pp;
 };

@@ -240,6 +240,7 @@ struct Trace {
   std::string_view document;  // the whole text as parsed, for restore data (SPEC 9.12)
   std::vector<TopLevelField> top;
   size_t events_position = 0;  // index in `top` before which traceEvents is written
+  bool array_format = false;   // the input was a list of events (JSON Array Format), no object
   std::vector<Event> events;
   int64_t max_int_tid = INT64_MIN;  // over every event with an integer tid
 

@@ -572,10 +572,15 @@ dom::element parse_structure(dom::parser& parser, std::string_view json, bool co
 Document read_document(std::string_view json, bool compacted, uint64_t& inexact) {
   dom::parser parser;  // one per document; the DOM is dropped once the events are read
   dom::element root = parse_structure(parser, json, compacted);
-  if (root.type() != dom::element_type::OBJECT)
-    throw CheckInputError(compacted, "not a trace: the top level is not an object");
   Document doc;
   Canonicalizer canonical(json, inexact);
+  if (root.type() == dom::element_type::ARRAY) {  // the JSON Array Format: the list of events
+    for (dom::element e : dom::array(root)) doc.events.push_back(read_event(e, canonical));
+    canonical.finish();
+    return doc;
+  }
+  if (root.type() != dom::element_type::OBJECT)
+    throw CheckInputError(compacted, "not a trace: the top level is neither an object nor a list");
   bool seen = false;
   for (dom::key_value_pair field : dom::object(root)) {
     std::string key = canonical.string();

@@ -342,7 +342,8 @@ def test_bad_inputs(cli, work):
         ("bad_crc.json.gz", bytes(crc), None),
         ("invalid.json", good[:len(good) // 2], None),
         ("not_json.json", b"hello, world\n", None),
-        ("array.json", b'[{"ph": "X"}]', None),
+        ("array.json", b'[1, 2]', "event #0"),  # a JSON Array Format trace whose events are not objects
+        ("scalar.json", b'42', "not a JSON object or array"),
         ("events_not_list.json", b'{"traceEvents": {"ph": "X"}}', None),
         ("no_stream.json", json.dumps(no_stream).encode(), "event #"),
         ("trailing.json", good + b"\n}garbage", None),

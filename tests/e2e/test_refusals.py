@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The traces the original tool refused (golden/<name>.ref.error.txt, golden/README.md):
 
-- error_cpu_only, error_not_a_kineto_trace: tracelane refuses too, with one line on stderr
-  that starts with the input path, a non-zero exit, and no output file.
+- error_not_a_kineto_trace: tracelane refuses too, with one line on stderr that starts with
+  the input path, a non-zero exit, and no output file.
+- error_cpu_only (a trace without GPU slices, SPEC 9.15): tracelane writes a copy with
+  nothing to repack: exit 0, the summary says `nothing_to_repack`, every event as it was,
+  and `restore` gives the input back byte for byte.
 - hta_cuda_sync_alexnet (SPEC 9.2, 9.3) and kineto_legacy_2021_resnet50 (SPEC 9.4): tracelane
   accepts them; every flow endpoint lies in a slice on its track (semdiff lint's
   flows_without_slice), no lane has partially overlapping slices. There is no golden.
@@ -15,7 +18,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_common as e2e  # noqa: E402
 
-REFUSED = ("error_cpu_only", "error_not_a_kineto_trace")
+REFUSED = ("error_not_a_kineto_trace",)
+NOTHING_TO_REPACK = ("error_cpu_only",)
 ACCEPTED = ("hta_cuda_sync_alexnet", "kineto_legacy_2021_resnet50")
 
 
@@ -46,6 +50,26 @@ def main():
             checks.check(result.stdout == "", f"{name}: nothing on stdout on failure, got {result.stdout[:200]!r}")
             checks.check(not os.path.exists(output), f"{name}: output {output} created on failure")
             checks.check(not e2e.hidden_files(workdir), f"{name}: temporary files left: {e2e.hidden_files(workdir)}")
+
+        for name in NOTHING_TO_REPACK:
+            trace = find_trace(shared, name)
+            if not checks.check(trace, f"{name}: not in corpus/single"):
+                continue
+            output = os.path.join(workdir, name + "_out.json.gz")
+            result = e2e.tracelane(args, "compact", trace, "-o", output)
+            if not checks.check(result.returncode == 0 and os.path.isfile(output),
+                                f"{name}: a trace without GPU slices is a copy: {e2e.describe(result)}"):
+                continue
+            summary = e2e.summary_from_stdout(checks, result, name) or {}
+            checks.check(summary.get("nothing_to_repack") is True and summary.get("compacted_lanes") == 0,
+                         f"{name}: summary must say nothing_to_repack with 0 lanes: {summary}")
+            checks.equal(e2e.load_exact(output)["traceEvents"], e2e.load_exact(trace)["traceEvents"],
+                         f"{name}: the copy's events")
+            restored = os.path.join(workdir, name + "_restored.json")
+            back = e2e.tracelane(args, "restore", output, "-o", restored)
+            checks.check(back.returncode == 0 and e2e.read_bytes(restored) == e2e.read_bytes(trace),
+                         f"{name}: restore must give the input back byte for byte: {e2e.describe(back)}")
+            print(f"{name}: nothing to repack, restored byte for byte")
 
         for name in ACCEPTED:
             trace = find_trace(shared, name)

@@ -82,9 +82,12 @@ def test_single(ctx, d):
             check_restore(args, checks, out, trace, d, what=f"{os.path.basename(trace)} ({label})")
             restored += 1
             if label == "default":
-                share = restore_key_bytes(out) / os.path.getsize(out)
-                print(f"  {os.path.basename(trace)}: restore data {100 * share:.2f}% of the gzip output")
-                checks.check(share < 0.03, f"{trace}: restore data is {100 * share:.1f}% of the output")
+                key = restore_key_bytes(out)
+                share = key / os.path.getsize(out)
+                print(f"  {os.path.basename(trace)}: restore data {100 * share:.2f}% of the gzip output ({key} bytes)")
+                # A record's fixed part (lengths, hashes, head and tail) is ~150 bytes: on a
+                # copy of a few KB (error_cpu_only, nothing to repack) that is its share.
+                checks.check(share < 0.03 or key < 200, f"{trace}: restore data is {100 * share:.1f}% of the output")
     checks.check(restored >= 18, f"only {restored} compactions were restored")
 
 

@@ -145,6 +145,20 @@ TEST(BigTrace, RichTraceMatchesAtEveryLimit) {
   for (size_t limit = 100; limit < 1500; limit += 37) expect_same_both_ways(json, limit);
 }
 
+TEST(BigTrace, ArrayFormatMatchesAtEveryLimit) {
+  // The JSON Array Format (SPEC 9.15): the document is the list.
+  std::string object = rich_trace();
+  size_t open = object.find("\"traceEvents\": [") + std::string("\"traceEvents\": ").size();
+  std::string array = object.substr(open, object.rfind(']') + 1 - open);
+  ASSERT_EQ(array.front(), '[');
+  // Its chunked read has no top-level value to tell it by (read_in_chunks): the limits
+  // below the document's size take that path.
+  for (size_t limit : kLimits) expect_same_both_ways(array, limit, false);
+  for (size_t limit : kLimits) expect_same_both_ways("\n [ ]\n", limit, false);
+  expect_same_error(array.substr(0, array.size() - 1), kLimits);
+  expect_same_error(array + ",", kLimits);
+}
+
 TEST(BigTrace, TopLevelKeysBeforeAndAfterTraceEvents) {
   std::string events = "[" + kernel(0, 7, "1", "2") + ",\n" + kernel(0, 7, "3", "2", "b") + "]";
   std::string json = R"({"schemaVersion": 1, "deviceProperties": [{"name": "GPU \"0\""}],
@@ -209,7 +223,8 @@ TEST(BigTrace, ErrorsMatchTheOneShotPath) {
   expect_same_error(with(29, "{\"ph\": \"X\"},"), limits);
   expect_same_error(with(10, "{\"ph\": \"X\"} {}"), limits);
   expect_same_error(with(10, "{\"ph\": [\"X\"}]"), limits);
-  expect_same_error("[" + trace_json(events) + "]", limits);
+  expect_same_error("[" + trace_json(events) + "] x", limits);  // a list whose one event is the trace, then junk
+  expect_same_error("\"" + std::string(500, 'p') + "\"", limits);
   expect_same_error(trace_json(events, "\"traceEvents\": [{}]"), limits);
   expect_same_error(R"({"schemaVersion": 1, "traceEvents": {"a": 1}, "pad": ")" + std::string(500, 'p') + "\"}",
                     limits);

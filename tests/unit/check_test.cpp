@@ -78,6 +78,24 @@ TEST(Check, ACompactionWithTheSameMeaningPasses) {
   EXPECT_EQ(format_report(report).substr(format_report(report).rfind("check:")), "check: OK\n");
 }
 
+TEST(Check, AnOriginalInTheJsonArrayFormatIsReadAsItsListOfEvents) {
+  // SPEC 9.15: the original is a list; its compaction is an object.
+  std::string original = "[";
+  for (const std::string& event : original_events()) original += (original.size() > 1 ? ",\n" : "\n") + event;
+  original += "]";
+  CheckReport report = check_traces(original, trace(compacted_events(), kStamp));
+  EXPECT_EQ(report.measured_slices, 2u);
+  EXPECT_EQ(report.other_events_checked, 3u);
+  // The original has no schemaVersion: the compaction's is a key the original lacks.
+  EXPECT_EQ(report.top_level_keys_checked, 0u);
+  CheckReport changed = check_traces(original, trace({compacted_events()[0]}, kStamp));
+  EXPECT_FALSE(changed.ok());
+}
+
+TEST(Check, ATopLevelThatIsNeitherAnObjectNorAListIsNotATrace) {
+  EXPECT_THROW(check_traces("42", trace(compacted_events(), kStamp)), std::exception);
+}
+
 TEST(Check, AChangedSliceDurFails) {
   auto events = compacted_events();
   events[1] =
