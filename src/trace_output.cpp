@@ -184,6 +184,39 @@ std::string trace_text(const TraceText& text) {
 
 namespace {
 
+// An output made whole in memory first: one gzip member, or restore data before the events.
+void write_whole(const TraceText& text, const OutputEncoding& encoding,
+                 const std::function<void(std::string_view bytes)>& hand_on) {
+  std::string whole = trace_text(text);
+  if (!encoding.gzip)
+    hand_on(whole);
+  else if (encoding.member_bytes == 0)
+    hand_on(gzip_compress(whole, encoding.level));
+  else
+    gzip_compress_members(whole, encoding.level, encoding.member_bytes, hand_on);
+}
+
+// Puts the restore data's member into the output's `tail`: it covers the output written
+// around the events (`written` of them, `text_size` bytes with the tail, whose XXH64 is
+// `covered`).
+void insert_restore_member(std::string& tail, const std::string& frame_head, size_t written, uint64_t text_size,
+                           uint64_t covered, RestoreData& restore) {
+  std::string head = frame_head + "  ";  // the output up to the first event's '{'
+  OutputFrame around;
+  around.head = written > 0 ? std::string_view(head) : std::string_view();
+  around.tail = tail;
+  around.size = text_size;
+  around.covered = covered;
+  around.events = written;
+  std::string whole_when_empty;
+  if (written == 0) {  // no event: the head is the whole text and the tail empty
+    whole_when_empty = frame_head + tail;
+    around.head = whole_when_empty;
+    around.tail = {};
+  }
+  tail.insert(restore_member_position(tail), restore.member(around));
+}
+
 uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
                         const std::function<void(std::string_view bytes)>& sink, Timings* timings) {
   uint64_t handed = 0;
@@ -194,14 +227,7 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   Frame frame = frame_of(*text.top);
   bool one_member = encoding.gzip && encoding.member_bytes == 0;
   if (one_member || (text.restore_data && !restore_member_in_tail(frame.tail))) {
-    // Made whole in memory first: one gzip member, or restore data before the events.
-    std::string whole = trace_text(text);
-    if (!encoding.gzip)
-      hand_on(whole);
-    else if (one_member)
-      hand_on(gzip_compress(whole, encoding.level));
-    else
-      gzip_compress_members(whole, encoding.level, encoding.member_bytes, hand_on);
+    write_whole(text, encoding, hand_on);
     return handed;
   }
   const size_t block_bytes = encoding.member_bytes ? encoding.member_bytes : kGzipMemberBytes;
@@ -260,20 +286,7 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
     Timings::Scope scope(timings, "restore data");  // what is left of it once the blocks are out
     walks.wait();
     for (const char& walked_one : walked) tsan_acquire(&walked_one);
-    std::string head = frame.head + "  ";  // the output up to the first event's '{'
-    OutputFrame around;
-    around.head = written > 0 ? std::string_view(head) : std::string_view();
-    around.tail = tail;
-    around.size = text_size;
-    around.covered = covered.digest();
-    around.events = written;
-    std::string whole_when_empty;
-    if (written == 0) {  // no event: the head is the whole text and the tail empty
-      whole_when_empty = frame.head + tail;
-      around.head = whole_when_empty;
-      around.tail = {};
-    }
-    tail.insert(restore_member_position(tail), restore->member(around));
+    insert_restore_member(tail, frame.head, written, text_size, covered.digest(), *restore);
   }
   last += tail;
   tail = std::string();

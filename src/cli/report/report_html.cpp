@@ -378,6 +378,43 @@ std::string page_document(const std::string& root, const JsonValue& data, size_t
   return page;
 }
 
+// The figures of every row, in order; `merged_timeline_dirs` gets the directories whose
+// merge row has a timeline.
+std::vector<Figures> read_row_figures(PageReader& reader, simdjson::dom::array rows, Groups& groups, JsonValue& notes,
+                                      std::set<std::string>& merged_timeline_dirs) {
+  std::vector<Figures> figures;
+  size_t n = 0;
+  for (element item : rows) {
+    std::string where = "rows[" + std::to_string(n++) + "]";
+    simdjson::dom::object row;
+    if (item.get(row)) reader.fail(where, "expected an object");
+    figures.push_back(read_figures(row, where, groups, notes));
+    std::string_view kind, dir;
+    if (figures.back().timeline && !row["kind"].get(kind) && kind == "merge" && !row["dir"].get(dir))
+      merged_timeline_dirs.insert(std::string(dir));
+  }
+  return figures;
+}
+
+// Links: the page joins links[dir] (once per directory) and the output's name, which is
+// given again as output_href only where the name needs percent-encoding.
+void link_output(Figures& figure, std::map<std::string, std::string>& dir_links,
+                 const boost::filesystem::path& link_base, std::string_view dir, std::string_view output) {
+  std::optional<std::string> dir_bytes = name_from_report(dir), output_bytes = name_from_report(output);
+  if (dir_bytes && is_dir_under_root(*dir_bytes) && output_bytes && output_bytes->find('/') == std::string::npos &&
+      *output_bytes != "." && *output_bytes != "..") {
+    if (!dir_links.count(std::string(dir)))
+      dir_links[std::string(dir)] = url_path((link_base / *dir_bytes).lexically_normal().generic_string());
+    std::string encoded = url_path(*output_bytes);
+    if (encoded != output) figure.out.set("output_href", JsonValue::string(encoded));
+  } else {
+    // Never linked (a dir outside ROOT, or a name with '/', '.' or '..', would lead out of
+    // the tree or its directory), however the page would otherwise join links[dir] and the
+    // name.
+    figure.out.set("no_link", JsonValue::boolean(true));
+  }
+}
+
 }  // namespace
 
 boost::filesystem::path html_path_for(const boost::filesystem::path& report_json_path) {
@@ -427,22 +464,12 @@ std::string report_html(std::string_view report_json, const std::string& source,
   // stays small.
   JsonValue notes = JsonValue::array();
   Groups groups;
-  std::vector<Figures> figures;
   std::set<std::string> merged_timeline_dirs;
-  size_t n = 0;
-  for (element item : rows) {
-    std::string where = "rows[" + std::to_string(n++) + "]";
-    simdjson::dom::object row;
-    if (item.get(row)) reader.fail(where, "expected an object");
-    figures.push_back(read_figures(row, where, groups, notes));
-    std::string_view kind, dir;
-    if (figures.back().timeline && !row["kind"].get(kind) && kind == "merge" && !row["dir"].get(dir))
-      merged_timeline_dirs.insert(std::string(dir));
-  }
+  std::vector<Figures> figures = read_row_figures(reader, rows, groups, notes, merged_timeline_dirs);
 
   JsonValue out_rows = JsonValue::array();
   std::map<std::string, std::string> dir_links;
-  n = 0;
+  size_t n = 0;
   for (element item : rows) {
     std::string where = "rows[" + std::to_string(n) + "]";
     simdjson::dom::object row;
@@ -464,23 +491,7 @@ std::string report_html(std::string_view report_json, const std::string& source,
     bool has_dir = !row["dir"].get(dir), has_output = !row["output"].get(output);
     bool merge_draws_it = kind == "file" && has_dir && merged_timeline_dirs.count(std::string(dir));
     if (figure.timeline && !merge_draws_it) figure.out.set("timeline", *figure.timeline);
-    // Links: the page joins links[dir] (once per directory) and the output's name, which
-    // is given again as output_href only where the name needs percent-encoding.
-    if (link_base && has_dir && has_output) {
-      std::optional<std::string> dir_bytes = name_from_report(dir), output_bytes = name_from_report(output);
-      if (dir_bytes && is_dir_under_root(*dir_bytes) && output_bytes && output_bytes->find('/') == std::string::npos &&
-          *output_bytes != "." && *output_bytes != "..") {
-        if (!dir_links.count(std::string(dir)))
-          dir_links[std::string(dir)] = url_path((*link_base / *dir_bytes).lexically_normal().generic_string());
-        std::string encoded = url_path(*output_bytes);
-        if (encoded != output) figure.out.set("output_href", JsonValue::string(encoded));
-      } else {
-        // Never linked (a dir outside ROOT, or a name with '/', '.' or '..', would lead out
-        // of the tree or its directory), however the page would otherwise join links[dir]
-        // and the name.
-        figure.out.set("no_link", JsonValue::boolean(true));
-      }
-    }
+    if (link_base && has_dir && has_output) link_output(figure, dir_links, *link_base, dir, output);
     cells.push(figure.out);
     out_rows.push(cells);
     ++n;
