@@ -1,8 +1,12 @@
+// The restore record's shared pieces, as restore_codec.hpp describes them, and XXH64 (the
+// hash tracelane/restore.hpp declares; a record holds the original's and the output's).
 #include "restore_codec.hpp"
 
 #include <array>
 #include <cstring>
 #include <unordered_map>
+
+#include "tracelane/restore.hpp"
 
 namespace tracelane::restore_codec {
 
@@ -244,4 +248,111 @@ bool decode_base64(std::string_view text, std::string& out) {
   return true;
 }
 
+void put_header(std::string& out, const RecordHeader& h) {
+  put_varint(out, h.version);
+  put_varint(out, h.original_bytes);
+  put_fixed(out, h.crc, 4);
+  put_fixed(out, h.hash, 8);
+  put_fixed(out, h.covered, 8);
+  put_varint(out, zigzag(h.global_rank));
+  put_text(out, h.name_prefix);
+  put_varint(out, zigzag(h.offset_ns));
+  put_varint(out, h.output_events);
+}
+
+RecordHeader read_header(Reader& in) {
+  RecordHeader h;
+  h.version = in.varint();
+  if (h.version != 1 && h.version != kFormatVersion)
+    in.fail("format version " + std::to_string(h.version) + " (this tracelane reads 1 to " +
+            std::to_string(kFormatVersion) + ")");
+  h.original_bytes = in.varint();
+  h.crc = uint32_t(in.fixed(4));
+  h.hash = in.fixed(8);
+  h.covered = in.fixed(8);
+  h.global_rank = unzigzag(in.varint());
+  h.name_prefix = in.text();
+  h.offset_ns = unzigzag(in.varint());
+  h.output_events = in.varint();
+  return h;
+}
+
+std::string_view key_pattern() {
+  static const std::string pattern = std::string(", \"") + kRestoreKey + "\": [";
+  return pattern;
+}
+
 }  // namespace tracelane::restore_codec
+
+namespace tracelane {
+
+namespace {
+
+using namespace restore_codec;
+
+constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P3 = 1609587929392839161ULL,
+                   P4 = 9650029242287828579ULL, P5 = 2870177450012600261ULL;
+uint64_t xxh_round(uint64_t acc, uint64_t input) { return rotl(acc + input * P2, 31) * P1; }
+uint64_t xxh_merge(uint64_t acc, uint64_t v) { return (acc ^ xxh_round(0, v)) * P1 + P4; }
+
+}  // namespace
+
+Xxhash64::Xxhash64(uint64_t seed) : v_{seed + P1 + P2, seed + P2, seed, seed - P1}, seed_(seed) {}
+
+void Xxhash64::update(std::string_view bytes) {
+  if (bytes.empty()) return;  // a default view's data() is null: no memcpy from it
+  const char* p = bytes.data();
+  const char* end = p + bytes.size();
+  total_ += bytes.size();
+  auto stripe = [&](const char* s) {
+    v_[0] = xxh_round(v_[0], read64(s));
+    v_[1] = xxh_round(v_[1], read64(s + 8));
+    v_[2] = xxh_round(v_[2], read64(s + 16));
+    v_[3] = xxh_round(v_[3], read64(s + 24));
+  };
+  if (buffered_ > 0) {
+    size_t take = std::min(size_t(end - p), 32 - buffered_);
+    std::memcpy(buffer_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    if (buffered_ < 32) return;
+    stripe(buffer_);
+    buffered_ = 0;
+  }
+  for (; p + 32 <= end; p += 32) stripe(p);
+  std::memcpy(buffer_, p, size_t(end - p));
+  buffered_ = size_t(end - p);
+}
+
+uint64_t Xxhash64::digest() const {
+  uint64_t h;
+  if (total_ >= 32) {
+    h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
+    h = xxh_merge(xxh_merge(xxh_merge(xxh_merge(h, v_[0]), v_[1]), v_[2]), v_[3]);
+  } else {
+    h = seed_ + P5;
+  }
+  h += total_;
+  const char* p = buffer_;
+  const char* end = buffer_ + buffered_;
+  for (; p + 8 <= end; p += 8) h = rotl(h ^ xxh_round(0, read64(p)), 27) * P1 + P4;
+  if (p + 4 <= end) {
+    h = rotl(h ^ (uint64_t(read32(p)) * P1), 23) * P2 + P3;
+    p += 4;
+  }
+  for (; p < end; ++p) h = rotl(h ^ (uint64_t(uint8_t(*p)) * P5), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return h;
+}
+
+uint64_t xxhash64(std::string_view bytes, uint64_t seed) {
+  Xxhash64 hash(seed);
+  hash.update(bytes);
+  return hash.digest();
+}
+
+}  // namespace tracelane

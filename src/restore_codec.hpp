@@ -1,8 +1,12 @@
-// The restore record's byte-level pieces (restore.cpp writes and reads the record with
-// them): varints and texts, a bounds-checked reader, line diffs of the head and tail,
-// removed events as near copies of earlier ones, base64. Private to the core library.
+// The restore record's layout and the pieces its encoder (restore_encoder.cpp) and decoder
+// (restore_decoder.cpp) share: the format version, magic and header, the codes of replaced
+// values, varints and texts, a bounds-checked reader, line diffs of the head and tail,
+// removed events as near copies of earlier ones, base64, and the byte reads of XXH64
+// (declared in tracelane/restore.hpp, defined in restore_codec.cpp). Private to the core
+// library.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -12,6 +16,14 @@
 #include "tracelane/trace.hpp"
 
 namespace tracelane::restore_codec {
+
+// A record: kMagic, the length of its raw bytes (8 bytes) and their CRC-32 (4), then the
+// raw bytes DEFLATE'd. The raw bytes: the header (RecordHeader), the diffs of the
+// original's head and tail, the count of originals, the common gap between them and its
+// exceptions, then the columns: placement, masks, values (one text), removed events.
+// 2: a removed event may be a copy of an original before it (1: always its text).
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr char kMagic[4] = {'T', 'L', 'R', '1'};
 
 // Inline: XXH64 calls them for every 8 bytes of an output (an out-of-line call each made
 // it ~1 GB/s, on the streamed write's serial stage).
@@ -73,6 +85,58 @@ class Reader {
   size_t pos_ = 0;
   const std::string& where_;
 };
+
+// What a record says about itself and its output, first in its raw bytes.
+struct RecordHeader {
+  uint64_t version = 0;
+  uint64_t original_bytes = 0;
+  uint32_t crc = 0;
+  uint64_t hash = 0, covered = 0;
+  int64_t global_rank = -1;
+  std::string_view name_prefix;
+  Ns offset_ns = 0;
+  uint64_t output_events = 0;
+};
+void put_header(std::string& out, const RecordHeader& header);
+RecordHeader read_header(Reader& in);  // fails on a version this tracelane does not read
+
+// The restore member's opening, `, "tracelane_restore": [`.
+std::string_view key_pattern();
+
+// See plausible_original_bytes.
+inline constexpr uint64_t kMaxOriginalPerOutputByte = 64;
+// The largest original a record may claim for an output of `output_bytes` (without the
+// record) and a record of `raw_bytes` decompressed: what compaction removes or replaces is
+// in the record (as text, or as a copy of an earlier original), so an original beyond this
+// is whitespace repeated between events or nearly all of it removed copies, far beyond any
+// trace, and a claim beyond it is a crafted record asking for memory.
+inline uint64_t plausible_original_bytes(uint64_t output_bytes, uint64_t raw_bytes) {
+  return kMaxOriginalPerOutputByte * output_bytes + raw_bytes + (uint64_t(1) << 20);
+}
+
+// How a replaced value's original text is written in the values column.
+enum Code : uint8_t {
+  kLiteral = 0,     // the text follows
+  kPrevious = 1,    // the text this field last had for the same output integer
+  kAsTid = 2,       // args.stream: the event's original tid text
+  kShifted = 3,     // ts: the output's time less the record's clock offset
+  kUnprefixed = 4,  // args.name: the output's text without the record's prefix
+  kNear = 5,        // an integer written plainly: the difference from this field's last one
+  kNearTime = 6,    // ts or dur: its decimals, and the difference in ns from the output's
+                    // time (ts: less the clock offset), as when a coalesced dur grew
+  kRecentTid = 7    // tid: the index of the text among the last distinct tids (a lane holds
+};                  // a few streams, each with its own tid, taking turns)
+inline constexpr size_t kRecentTids = 16;
+
+// The last kRecentTids distinct original tid texts, the latest first.
+inline void remember_tid(std::vector<std::string_view>& recent, std::string_view text) {
+  auto it = std::find(recent.begin(), recent.end(), text);
+  if (it != recent.end())
+    recent.erase(it);
+  else if (recent.size() == kRecentTids)
+    recent.pop_back();
+  recent.insert(recent.begin(), text);
+}
 
 // head/tail of the original as a diff against the output's, line by line: runs of the
 // output's lines (each run where the last one ended, or elsewhere) and lines of its own. A
