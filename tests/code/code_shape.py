@@ -3,7 +3,10 @@
 among the project's own headers (check_layering.py's definition; the ctest code_layering
 fails on one), and README lines. Run it on a checkout before and after a restructuring:
 
-    tests/code/code_shape.py [CHECKOUT] [--functions N]     (default: this checkout, 10)
+    tests/code/code_shape.py [CHECKOUT] [--functions N] [--limits]   (default: this checkout, 10)
+
+With --limits it exits 1 when a file under src/ or include/ is over MAX_FILE_LINES lines or
+a function over MAX_FUNCTION_LINES (issue 24's house rules; the ctest code_shape).
 
 Functions are found by a brace-matching reading of the C++ (comments and literals blanked,
 lambdas and control blocks left inside their function): a length is the lines from the
@@ -18,7 +21,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_layering as layering  # noqa: E402  the one definition of an include and a cycle
 
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 100
+
 args = [a for a in sys.argv[1:]]
+limits = "--limits" in args
+if limits:
+    args.remove("--limits")
 top_functions = 10
 if "--functions" in args:
     i = args.index("--functions")
@@ -133,3 +142,12 @@ for part in module_cycles:
 readme = os.path.join(root, "README.md")
 if os.path.exists(readme):
     print(f"\n## README.md: {sum(1 for _ in open(readme, encoding='utf-8'))} lines")
+if limits:
+    too_long = [f"{path}: {count} lines (at most {MAX_FILE_LINES})" for count, path in lines if count > MAX_FILE_LINES]
+    too_long += [f"{path}:{line}: {name} is {length} lines (at most {MAX_FUNCTION_LINES})"
+                 for length, path, line, name in every if length > MAX_FUNCTION_LINES]
+    for problem in too_long:
+        print(f"code_shape: {problem}")
+    if too_long:
+        sys.exit(1)
+    print(f"code_shape: no file over {MAX_FILE_LINES} lines, no function over {MAX_FUNCTION_LINES}")
