@@ -48,7 +48,7 @@ MODULES = ["pandas", "numpy", "plotly", "networkx", "psutil", "yaml", "tqdm"]
 # is represented: HTA's own NCCL and CUDA-graph traces, TraceLens's, DeepSeek's training
 # trace, legacy Kineto, and the multi-rank sets. Left out for time (the larger traces of
 # families already here): tracelens_hip_graph_capture_mi300, hta_async_flows_v100,
-# hta_ddp_v100, tracelens_rccl_generic_mi300 and the vLLM capture pair.
+# hta_ddp_v100 and tracelens_rccl_generic_mi300.
 SINGLES = [
     ("hta_nccl_pgconfig_a100", "corpus/single/hta_nccl_pgconfig_a100.json.gz"),
     ("hta_cuda_graph_sendrecv_a100", "corpus/single/hta_cuda_graph_sendrecv_a100.json.gz"),
@@ -71,6 +71,8 @@ SETS = [
 CAPTURES = [
     ("sglang_decode", "corpus/capture/sglang_decode/capture_traces",
      "corpus/capture/sglang_decode/sglang_Qwen3-8B_decode.json.gz"),
+    ("vllm_decode_full", "corpus/capture/vllm_decode_full/capture_traces",
+     "corpus/capture/vllm_decode_full/graph_execution.json.gz"),
 ]
 # The generated PyTorch-laned pair: (label, tracelane_gen arguments). ~4 MB of JSON keeps
 # HTA's two runs to seconds.
@@ -163,15 +165,23 @@ def tracelens_collective_worker(trace_dir, world_size, scratch):
 def tracelens_capture_worker(capture_folder, graph_trace):
     from TraceLens.Trace2Tree.trace_capture_merge_experimental import merge_capture_trace_into_graph
 
-    def merge():
-        tree = merge_capture_trace_into_graph(
-            capture_folder, os.path.join(capture_folder, "execution_details.json"), graph_trace)
-        if tree is None:
+    merged = {}
+
+    def tree():
+        if "tree" not in merged:
+            merged["tree"] = merge_capture_trace_into_graph(
+                capture_folder, os.path.join(capture_folder, "execution_details.json"), graph_trace)
+        if merged["tree"] is None:
             raise RuntimeError("merge returned None (failed)")
-        # The merged tree's events, by what they are: name, category, time and duration.
+        return merged["tree"]
+
+    def events(metadata):
+        # The merged tree's events, by what they are: name, category, time and duration;
+        # the metadata events (ph M: track names) apart, as the copy names its lanes.
         return sorted((str(e.get("name")), str(e.get("cat")), str(e.get("ts")), str(e.get("dur")))
-                      for e in tree.events)
-    return {"TraceLens graph-capture merge": outcome(merge)}
+                      for e in tree().events if (e.get("ph") == "M") == metadata)
+    return {"TraceLens graph-capture merge": outcome(lambda: events(False)),
+            "TraceLens graph-capture merge: metadata events": outcome(lambda: events(True))}
 
 
 def worker_main(argv):
@@ -309,10 +319,13 @@ def difference(a, b):
         return frame_difference(as_frame(a), as_frame(b))
     if a is None or b is None:
         return None if a is None and b is None else f"{type(a).__name__} on the original, {type(b).__name__} on the copy"
-    if isinstance(a, list) and isinstance(b, list) and a and isinstance(a[0], tuple):
+    if isinstance(a, list) and isinstance(b, list) and (a or b) and isinstance((a or b)[0], tuple):
         if a == b:
             return None
-        return f"{len(a)} events on the original, {len(b)} on the copy, {len(set(a) ^ set(b))} not in both"
+        only = [collections.Counter(a) - collections.Counter(b), collections.Counter(b) - collections.Counter(a)]
+        said = [f"{sum(c.values())} only on the {side}" + (f" ({', '.join(sorted({str(k[0]) for k in c}))})" if c else "")
+                for c, side in zip(only, ("original", "copy"))]
+        return f"{len(a)} events on the original, {len(b)} on the copy: " + ", ".join(said)
     if a == b:
         return None
     return f"{a!r} on the original, {b!r} on the copy"
