@@ -41,19 +41,20 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
   // device is never read (opening one is harmless with O_NONBLOCK; reading /dev/zero is
   // not). Regular files and pipes are then read blocking, as usual.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (options.no_follow ? O_NOFOLLOW : 0));
-  if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
+  if (fd < 0) throw FileError(path.string() + ": cannot open: " + std::strerror(errno));
   struct FdCloser {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
   struct stat before {};
-  if (::fstat(fd, &before) != 0) throw Error(path.string() + ": cannot stat: " + std::strerror(errno));
-  if (S_ISDIR(before.st_mode)) throw Error(path.string() + ": is a directory, not a trace file");
+  if (::fstat(fd, &before) != 0) throw FileError(path.string() + ": cannot stat: " + std::strerror(errno));
+  if (S_ISDIR(before.st_mode)) throw FileError(path.string() + ": is a directory, not a trace file");
   bool regular = S_ISREG(before.st_mode);
-  if (options.regular_only && !regular) throw Error(path.string() + ": not a regular file (not read)");
-  if (!regular && !S_ISFIFO(before.st_mode)) throw Error(path.string() + ": not a regular file (a device or socket)");
+  if (options.regular_only && !regular) throw FileError(path.string() + ": not a regular file (not read)");
+  if (!regular && !S_ISFIFO(before.st_mode))
+    throw FileError(path.string() + ": not a regular file (a device or socket)");
   if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
-    throw Error(path.string() + ": cannot read: " + std::strerror(errno));
+    throw FileError(path.string() + ": cannot read: " + std::strerror(errno));
   if (regular && uint64_t(before.st_size) > options.max_bytes)
     throw LargerThanAdmitted(
         path.string() + ": holds more than the " + std::to_string(options.max_bytes) + " bytes admitted",
@@ -71,7 +72,7 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
     ssize_t n = at_end ? ::read(fd, probe, sizeof probe) : ::read(fd, bytes.data() + got, bytes.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw Error(path.string() + ": read error: " + std::strerror(errno));
+      throw FileError(path.string() + ": read error: " + std::strerror(errno));
     }
     if (n == 0) break;
     if (at_end) {  // the file grew (or is a pipe): never beyond what was admitted
@@ -91,7 +92,7 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
     // changes nothing here (and the identity recorded is the file read); a writer
     // appending or rewriting in place changes the size or mtime.
     struct stat after {};
-    if (::fstat(fd, &after) != 0) throw Error(path.string() + ": cannot stat: " + std::strerror(errno));
+    if (::fstat(fd, &after) != 0) throw FileError(path.string() + ": cannot stat: " + std::strerror(errno));
     if (!(identity_of(before) == identity_of(after)) || uint64_t(got) != uint64_t(after.st_size))
       throw InputChanged(path.string() + ": changed while it was read (is a job still writing it?)");
     if (identity) *identity = identity_of(after);
@@ -166,18 +167,18 @@ std::vector<fs::path> find_rank_files(const fs::path& dir_or_file) {
   boost::system::error_code ec;
   fs::path dir = fs::is_directory(dir_or_file, ec) ? dir_or_file : dir_or_file.parent_path();
   if (dir.empty()) dir = ".";
-  if (!fs::is_directory(dir, ec)) throw Error(dir_or_file.string() + ": no such directory");
+  if (!fs::is_directory(dir, ec)) throw FileError(dir_or_file.string() + ": no such directory");
   std::vector<std::pair<long long, fs::path>> found;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     long long rank;
     std::string name = it->path().filename().string();
     if (is_rank_trace_name(name, &rank)) found.push_back({rank, it->path()});
   }
-  if (ec) throw Error(dir.string() + ": cannot list directory: " + ec.message());
+  if (ec) throw FileError(dir.string() + ": cannot list directory: " + ec.message());
   std::sort(found.begin(), found.end());
   if (found.size() < 2)
-    throw Error(dir.string() + ": merge needs at least two rank<N>_trace.json[.gz] files, found " +
-                std::to_string(found.size()));
+    throw UsageError(dir.string() + ": merge needs at least two rank<N>_trace.json[.gz] files, found " +
+                     std::to_string(found.size()));
   std::vector<fs::path> paths;
   for (auto& [rank, path] : found) paths.push_back(path);
   return paths;
@@ -356,7 +357,7 @@ AtomicOutput::AtomicOutput(const fs::path& path, const std::vector<NamedIdentity
     if (input.identity.mode != 0) mode &= input.identity.mode | 0600;
   // O_EXCL never opens an existing file, nor follows a symlink planted under the name.
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd_ < 0) throw Error(path.string() + ": cannot create output: " + std::strerror(errno));
+  if (fd_ < 0) throw FileError(path.string() + ": cannot create output: " + std::strerror(errno));
   signal_slot_ = remember_temporary(tmp_.string());
 }
 
@@ -373,7 +374,7 @@ void AtomicOutput::fail(const std::string& what, int error) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   ::unlink(tmp_.c_str());
-  throw Error(path_.string() + ": " + what + ": " + std::strerror(error));
+  throw FileError(path_.string() + ": " + what + ": " + std::strerror(error));
 }
 
 void AtomicOutput::write(std::string_view bytes) {
@@ -410,7 +411,7 @@ void AtomicOutput::seal(std::string_view record, std::string_view recipe, std::s
   fd_ = -1;
   if (synced != 0 || closed != 0) {
     ::unlink(tmp_.c_str());
-    throw Error(path_.string() + ": cannot write output: " + std::strerror(synced != 0 ? sync_error : close_error));
+    throw FileError(path_.string() + ": cannot write output: " + std::strerror(synced != 0 ? sync_error : close_error));
   }
   sealed_ = true;
 }
@@ -431,7 +432,7 @@ void AtomicOutput::publish(bool overwrite) {
     if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
       int e = errno;
       ::unlink(tmp_.c_str());
-      throw Error(path_.string() + ": cannot move output into place: " + std::strerror(e));
+      throw FileError(path_.string() + ": cannot move output into place: " + std::strerror(e));
     }
   } else {
     // link() fails if the name exists: no window where another writer's file is replaced.
@@ -439,7 +440,7 @@ void AtomicOutput::publish(bool overwrite) {
       int e = errno;
       ::unlink(tmp_.c_str());
       if (e == EEXIST) throw OutputExists(path_.string() + ": output exists (use --overwrite to replace it)");
-      throw Error(path_.string() + ": cannot move output into place: " + std::strerror(e));
+      throw FileError(path_.string() + ": cannot move output into place: " + std::strerror(e));
     }
     ::unlink(tmp_.c_str());
   }

@@ -60,6 +60,19 @@ struct ReadOptions {
 // file is always checked so; anything else (a pipe) has no identity and `identity` stays
 // default.
 std::string read_file(const fs::path& path, FileIdentity* identity = nullptr, const ReadOptions& options = {});
+// A file that could not be opened, examined, read, written or moved into place, with the
+// system's reason ("<path>: cannot open: No such file or directory"). The command line
+// treats it as any other failure; the Python module raises it as an OSError.
+class FileError : public Error {
+ public:
+  using Error::Error;
+};
+// A usage error found once the command line is parsed (exit status 2): a value out of range,
+// a choice left to make ("name one with --rank"), a directory with too few rank files.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
 // A usage error found on the file system (exit status 2 wherever the README documents one
 // for usage errors): an output path the guard refuses.
 class OutputRefused : public Error {

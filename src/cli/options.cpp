@@ -140,32 +140,43 @@ bool check_level(int level, const char* command) {
   return false;
 }
 
-bool load_rules(SharedOptions& shared) {
-  if (shared.rules_file.empty()) return true;
+void read_rules(SharedOptions& shared) {
+  if (shared.rules_file.empty()) return;
   try {
     shared.rules_text = read_file(shared.rules_file);
     shared.rules = Rules::parse(shared.rules_text, shared.rules_file);
-    return true;
   } catch (const Error& e) {
+    throw BadRules(e.what());
+  }
+}
+
+bool load_rules(SharedOptions& shared) {
+  try {
+    read_rules(shared);
+    return true;
+  } catch (const BadRules& e) {
     print_error(e.what());
     return false;
   }
 }
 
 int exit_status_of_failure(const fs::path& input, int failed) {
+  print_error(describe_exception(input));
+  return exit_status_of_exception(failed);
+}
+
+int exit_status_of_exception(int failed) {
   try {
     throw;
-  } catch (const OutputRefused& e) {
-    print_error(e.what());
+  } catch (const OutputRefused&) {
     return kExitUsage;
-  } catch (const Error& e) {
-    print_error(e.what());
-  } catch (const std::bad_alloc&) {
-    print_error(input.string() + ": out of memory");
-  } catch (const std::exception& e) {
-    print_error(input.string() + ": " + e.what());
+  } catch (const UsageError&) {
+    return kExitUsage;
+  } catch (const BadRules&) {
+    return kExitUsage;
+  } catch (...) {
+    return failed;
   }
-  return failed;
 }
 
 std::string describe_exception(const fs::path& subject) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tracelane/rules.hpp"
+#include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
 
@@ -94,14 +95,25 @@ bool level_in_range(int level);
 // False (after saying so on stderr) when --level is outside 0..12.
 bool check_level(int level, const char* command);
 
-// Reads and parses --rules FILE; false (after saying why) when it is bad: a bad rules
-// file stops the command before any trace is read.
+// A --rules file that cannot be read or is not a rules file: a usage error, whose message
+// is the file's own ("my_rules.json: ..."), printed without the command's name.
+class BadRules : public Error {
+ public:
+  using Error::Error;
+};
+// Reads and parses --rules FILE into `shared` (nothing when none is given); throws BadRules.
+void read_rules(SharedOptions& shared);
+// The same, false (after saying why) when it is bad: a bad rules file stops the command
+// before any trace is read.
 bool load_rules(SharedOptions& shared);
 
 // The exit status of a command that failed on `input`, after printing why; call it in a
 // catch block. An output that appeared while we worked (write_atomically's OutputRefused)
-// is a usage error, as when the guard sees it first; any other failure is `failed`.
+// is a usage error, as when the guard sees it first, and so is a UsageError or BadRules;
+// any other failure is `failed`.
 int exit_status_of_failure(const fs::path& input, int failed = kExitFailed);
+// The same status, printing nothing (the Python module raises it with the exception).
+int exit_status_of_exception(int failed = kExitFailed);
 
 // The message of the exception being handled (call it in a catch block): an Error's own
 // (which names its file), anything else after "<subject>: " ("<subject>: out of memory").

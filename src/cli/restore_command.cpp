@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <typeinfo>
 
 #include "commands.hpp"
 #include "files.hpp"
 #include "options.hpp"
+#include "trace_commands.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/restore.hpp"
 
@@ -35,6 +37,51 @@ fs::path default_restore_output(const fs::path& compacted, std::optional<int64_t
 
 }  // namespace
 
+JsonValue restore_file(const fs::path& input, const SharedOptions& shared, std::optional<int64_t> rank) {
+  fs::path output = shared.output.empty() ? default_restore_output(input, rank) : fs::path(shared.output);
+  if (shared.output.empty()) require_output_option_unless_regular(input);
+  guard_output(output, {input}, shared.overwrite, RankName::allowed);
+  FileIdentity identity;  // the original is no more readable than its copy
+  std::string text = read_trace_bytes(input, &identity);
+  std::string original;
+  size_t record = 0;
+  std::vector<RestoreRecordInfo> records;
+  try {
+    records = list_restore_records(text, input.string());
+    if (records.empty())
+      throw RestoreRefused(
+          input.string() + ": no restore data (no \"" + std::string(kRestoreKey) +
+          "\"): it was written with --no-restore-data or by another tool, or is not a tracelane output");
+    auto ranks = [&] {
+      std::string list;
+      for (const auto& r : records) list += (list.empty() ? "" : ", ") + std::to_string(r.global_rank);
+      return list;
+    };
+    if (rank) {
+      auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) { return r.global_rank == *rank; });
+      if (it == records.end())
+        throw RestoreRefused(input.string() + ": no restore data for global rank " + std::to_string(*rank) +
+                             (records.size() > 1 ? " (it has ranks " + ranks() + ")" : " (it is not a merged output)"));
+      record = size_t(it - records.begin());
+    } else if (records.size() > 1) {
+      throw UsageError(input.string() + ": a merged output of " + std::to_string(records.size()) +
+                       " ranks; name one with --rank (" + ranks() + ")");
+    }
+    original = restore_original(std::move(text), input.string(), record);
+  } catch (const Error& e) {
+    if (typeid(e) != typeid(Error)) throw;
+    throw RestoreRefused(e.what());  // the core's: damaged, or not matching the copy's events
+  }
+  std::string bytes = encode_for(output, std::move(original), shared.level);
+  write_atomically(output, bytes, shared.overwrite, {}, {{input.filename().string(), identity, input}});
+  JsonValue summary = JsonValue::object();
+  summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
+  if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));
+  summary.set("bytes", JsonValue::integer(int64_t(records[record].original_bytes)));
+  summary.set("verified", JsonValue::boolean(true));
+  return summary;
+}
+
 int run_restore(int argc, char** argv) {
   SharedOptions shared;
   std::optional<int64_t> rank;
@@ -51,47 +98,8 @@ int run_restore(int argc, char** argv) {
   if (auto done = parse_command_line(argc, argv, line, options, "COMPACTED", input_arg)) return *done;
   if (!check_level(shared.level, "restore")) return kExitUsage;
   fs::path input(input_arg);
-  fs::path output = shared.output.empty() ? default_restore_output(input, rank) : fs::path(shared.output);
   try {
-    if (shared.output.empty()) require_output_option_unless_regular(input);
-    guard_output(output, {input}, shared.overwrite, RankName::allowed);
-  } catch (const OutputRefused& e) {
-    print_error(e.what());
-    return kExitUsage;
-  }
-  try {
-    FileIdentity identity;  // the original is no more readable than its copy
-    std::string text = read_trace_bytes(input, &identity);
-    std::vector<RestoreRecordInfo> records = list_restore_records(text, input.string());
-    if (records.empty())
-      throw Error(input.string() + ": no restore data (no \"" + std::string(kRestoreKey) +
-                  "\"): it was written with --no-restore-data or by another tool, or is not a tracelane output");
-    size_t record = 0;
-    auto ranks = [&] {
-      std::string list;
-      for (const auto& r : records) list += (list.empty() ? "" : ", ") + std::to_string(r.global_rank);
-      return list;
-    };
-    if (rank) {
-      auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) { return r.global_rank == *rank; });
-      if (it == records.end())
-        throw Error(input.string() + ": no restore data for global rank " + std::to_string(*rank) +
-                    (records.size() > 1 ? " (it has ranks " + ranks() + ")" : " (it is not a merged output)"));
-      record = size_t(it - records.begin());
-    } else if (records.size() > 1) {
-      print_error(input.string() + ": a merged output of " + std::to_string(records.size()) +
-                  " ranks; name one with --rank (" + ranks() + ")");
-      return kExitUsage;
-    }
-    std::string original = restore_original(std::move(text), input.string(), record);
-    std::string bytes = encode_for(output, std::move(original), shared.level);
-    write_atomically(output, bytes, shared.overwrite, {}, {{input.filename().string(), identity, input}});
-    JsonValue summary = JsonValue::object();
-    summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
-    if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));
-    summary.set("bytes", JsonValue::integer(int64_t(records[record].original_bytes)));
-    summary.set("verified", JsonValue::boolean(true));
-    std::cout << summary.dump(2) << std::endl;
+    std::cout << restore_file(input, shared, rank).dump(2) << std::endl;
     return kExitOk;
   } catch (...) {
     return exit_status_of_failure(input);

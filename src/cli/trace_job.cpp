@@ -2,12 +2,28 @@
 
 #include <algorithm>
 #include <iostream>
+#include <typeinfo>
 #include <utility>
 
 #include "tracelane/restore.hpp"
 #include "tracelane/summary.hpp"
 
 namespace tracelane::cli {
+
+namespace {
+
+// Rethrows the exception being handled; the core's plain Error, which says what is wrong
+// with the trace, as BadTrace (the same message). Call it in a catch block.
+[[noreturn]] void rethrow_as_bad_trace() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (typeid(e) == typeid(Error)) throw BadTrace(e.what());
+    throw;
+  }
+}
+
+}  // namespace
 
 CompactOptions JobOptions::compact_options(bool pp_flows) const {
   CompactOptions options;
@@ -33,7 +49,11 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
 
 std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job) {
   Timings::Scope scope(job.timings, "read");
-  return read_trace_bytes(input, &identity, read);
+  try {
+    return read_trace_bytes(input, &identity, read);  // a file's failures are FileError; gzip's are the trace's
+  } catch (...) {
+    rethrow_as_bad_trace();
+  }
 }
 
 std::string original_text_from_copy(std::string copy_text, const std::string& copy, uint64_t max_bytes) {
@@ -55,22 +75,38 @@ Trace parse_step(std::string json, const fs::path& input, const JobOptions& job,
   Timings::Scope scope(job.timings, "parse");
   ParseOptions options;
   options.beside_others = beside_others;
-  return parse_trace(std::move(json), input.string(), options, job.timings);
+  try {
+    return parse_trace(std::move(json), input.string(), options, job.timings);
+  } catch (...) {
+    rethrow_as_bad_trace();
+  }
 }
 
 CompactedTrace compact_step(Trace trace, const JobOptions& job, bool pp_flows) {
   Timings::Scope scope(job.timings, "compact");
-  return compact_trace(std::move(trace), job.compact_options(pp_flows));
+  try {
+    return compact_trace(std::move(trace), job.compact_options(pp_flows));
+  } catch (...) {
+    rethrow_as_bad_trace();
+  }
 }
 
-void print_already_laned(const fs::path& input, const std::string& reason, const char* force_does) {
+JsonValue already_laned_summary(const fs::path& input, const std::string& reason) {
   // Compacting twice would only reshuffle lanes the exporter chose: nothing is written.
   JsonValue summary = JsonValue::object();
   summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::null());
   summary.set("status", JsonValue::string("already laned"));
   summary.set("reason", JsonValue::string(reason));
+  return summary;
+}
+
+std::string already_laned_line(const fs::path& input, const std::string& reason, const char* force_does) {
+  return input.string() + ": already laned (" + reason + "); nothing written (--force " + force_does + " anyway)";
+}
+
+void print_summary(const JsonValue& summary, const std::string& already_laned_line) {
   std::cout << summary.dump(2) << std::endl;
-  print_error(input.string() + ": already laned (" + reason + "); nothing written (--force " + force_does + " anyway)");
+  if (!already_laned_line.empty()) print_error(already_laned_line);
 }
 
 void mark_already_laned(Row& row, const std::string& reason) {
@@ -156,11 +192,15 @@ MergedOutput merge_and_write(std::vector<MergeInput> ranks, const std::vector<Na
     // The merged text is written from inside the merge, which owns what it points into;
     // the records need the merge's summary, so the output is put in place afterwards.
     std::optional<AtomicOutput> file;
-    merged = merge_ranks(std::move(ranks), job.rules, job.timings, [&](const TraceText& text) {
-      file.emplace(output, inputs);
-      out.output_bytes = write_trace_text(
-          text, encoding_for(output, job), [&](std::string_view piece) { file->write(piece); }, job.timings);
-    });
+    try {
+      merged = merge_ranks(std::move(ranks), job.rules, job.timings, [&](const TraceText& text) {
+        file.emplace(output, inputs);
+        out.output_bytes = write_trace_text(
+            text, encoding_for(output, job), [&](std::string_view piece) { file->write(piece); }, job.timings);
+      });
+    } catch (...) {
+      rethrow_as_bad_trace();  // ranks that do not merge; the output's own failures are FileError
+    }
     out.summary = std::move(merged.summary);
     out.figures = std::move(merged.figures);
     if (!file) throw Error(output.string() + ": internal: the merge wrote no output");

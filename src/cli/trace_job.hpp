@@ -38,6 +38,15 @@ namespace tracelane::cli {
 
 namespace fs = boost::filesystem;
 
+// The input is not a trace tracelane compacts or merges: gzip or JSON it cannot read, a bad
+// event, no GPU slices, ranks that do not merge. The message names the file and the
+// position. The steps below throw it in place of the core's plain Error (the command line
+// treats both alike; the Python module raises it as tracelane.TraceError).
+class BadTrace : public Error {
+ public:
+  using Error::Error;
+};
+
 // What every job of one command shares, set once from its options.
 struct JobOptions {
   const Rules* rules = nullptr;  // null: built-in
@@ -77,9 +86,13 @@ CompactedTrace compact_step(Trace trace, const JobOptions& job, bool pp_flows);
 // SPEC 9.8: a trace the exporter laned already is left as it is and nothing is written;
 // not a failure. The reason, or empty when the trace was compacted.
 inline const std::string& already_laned(const CompactedTrace& compacted) { return compacted.already_laned; }
-// compact and merge: the summary (output null) on stdout and why on stderr. `command` is
-// what --force does anyway ("compacts", "merges").
-void print_already_laned(const fs::path& input, const std::string& reason, const char* force_does);
+// compact and merge: the summary (output null), and the line that says why, for stderr.
+// `force_does` is what --force does anyway ("compacts", "merges").
+JsonValue already_laned_summary(const fs::path& input, const std::string& reason);
+std::string already_laned_line(const fs::path& input, const std::string& reason, const char* force_does);
+// compact and merge on the command line: the summary on stdout, then the already-laned
+// line, when there is one, on stderr.
+void print_summary(const JsonValue& summary, const std::string& already_laned_line);
 // sweep: the row's status and error.
 void mark_already_laned(Row& row, const std::string& reason);
 
