@@ -29,8 +29,6 @@ namespace {
 const CommandLine kSweepLine{"sweep", "usage: tracelane sweep ROOT [options]\n",
                              "usage: tracelane sweep ROOT [options]\n"};
 
-int usage_error(const std::string& message) { return cli::usage_error(kSweepLine, message); }
-
 // ROOT as the report and a plan file record it: absolute, without "." or "..", and
 // without a trailing '/' (lexically_normal writes "outputs/" as "outputs/."), so that
 // `outputs/` and `outputs` are one root to a plan file and to `report --combine`.
@@ -43,23 +41,23 @@ std::string recorded_root(const fs::path& root) {
 
 // --plan FILE: the plan, read as strictly as a partial report (it may come from another
 // node or user) and written for this ROOT; a usage error (exit 2) otherwise, before any work.
-std::optional<int> load_plan(const std::string& file, SweepOptions& options) {
+void load_plan(const std::string& file, SweepOptions& options) {
+  PlanFile plan;
   try {
     ReadOptions read;
     read.regular_only = true;
     read.max_bytes = kMaxPartialReportBytes;
-    PlanFile plan = parse_plan_file(read_file(file, nullptr, read), file);
-    if (plan.root != recorded_root(options.root))
-      return usage_error(file + ": a plan of " + plan.root + ", not of " + recorded_root(options.root));
-    options.plan = std::move(plan.plan);
+    plan = parse_plan_file(read_file(file, nullptr, read), file);
   } catch (const Error& e) {
-    return usage_error(std::string("--plan: ") + e.what());
+    throw UsageError(std::string("--plan: ") + e.what());
   }
-  return std::nullopt;
+  if (plan.root != recorded_root(options.root))
+    throw UsageError(file + ": a plan of " + plan.root + ", not of " + recorded_root(options.root));
+  options.plan = std::move(plan.plan);
 }
 
 // The report's place is checked before any work, not after hours of it.
-std::optional<int> check_report_dir(const SweepOptions& options) {
+void check_report_dir(const SweepOptions& options) {
   boost::system::error_code made;
   fs::create_directories(options.report_dir, made);
   std::optional<std::pair<int, int>> report_shard;
@@ -68,26 +66,24 @@ std::optional<int> check_report_dir(const SweepOptions& options) {
     try {
       guard_output(options.report_dir / (report_base_name(report_shard) + extension), {}, true);
     } catch (const OutputRefused& e) {
-      return usage_error(std::string(e.what()) + " (--report-dir)");
+      throw UsageError(std::string(e.what()) + " (--report-dir)");
     }
   }
-  return std::nullopt;
 }
 
-// Parses and checks the command line into `options`; the exit status when the command
-// stops here (--help, a usage error).
+// Parses the command line into `options`; the exit status when the command stops here
+// (--help, a usage error).
 std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& options) {
-  SharedOptions shared;  // --rules, --level, --no-restore-data
-  std::string root, report_dir, memory, shard, plan;
+  SweepArguments arguments;
+  SharedOptions& shared = arguments.shared;  // --rules, --level, --no-restore-data
   int jobs = 0;
-  bool force = false;
   po::options_description described("sweep options");
   described.add_options()("help,h", "show this help")(
       "jobs,j", po::value(&jobs), "threads (default: SLURM_CPUS_PER_TASK, else the cores available)")(
-      "memory", po::value(&memory),
+      "memory", po::value(&arguments.memory),
       "budget for trace data in flight, e.g. 512M, 4G (default: half the memory of the machine or job)")(
       "overwrite", po::bool_switch(&options.overwrite), "redo outputs that are up to date")(
-      "force", po::bool_switch(&force), "compact traces that are tracelane's own outputs (SPEC 9.8)")(
+      "force", po::bool_switch(&arguments.force), "compact traces that are tracelane's own outputs (SPEC 9.8)")(
       "rules", po::value(&shared.rules_file),
       "classification and PP rules (JSON; see `tracelane rules --print-defaults`)")(
       "no-restore-data", po::bool_switch(&shared.no_restore_data),
@@ -98,62 +94,30 @@ std::optional<int> parse_sweep_options(int argc, char** argv, SweepOptions& opti
       "after the work, remove each rank file whose compacted copy, read back, restores it byte for byte")(
       "dry-run,n", po::bool_switch(&options.dry_run), "list what would be done; change nothing")(
       "quiet,q", po::bool_switch(&options.quiet), "no progress and no summary; errors only")(
-      "report-dir", po::value(&report_dir), "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
-      "shard", po::value(&shard), "K/N: process the iteration directories at sorted positions p with p % N == K")(
-      "plan", po::value(&plan),
+      "report-dir", po::value(&arguments.report_dir),
+      "where to write tracelane_report.json/.csv/.html (default: ROOT)")(
+      "shard", po::value(&arguments.shard),
+      "K/N: process the iteration directories at sorted positions p with p % N == K")(
+      "plan", po::value(&arguments.plan),
       "split the list of iteration directories in FILE (--write-plan), not the one ROOT's walk finds")(
       "write-plan", po::value(&options.write_plan),
       "write ROOT's list of iteration directories to FILE for the shards of one job array, and stop")(
       "level", po::value(&shared.level)->default_value(kDefaultLevel), "gzip level, 0 to 12 (libdeflate's scale)");
   po::options_description hidden;
-  hidden.add_options()("root", po::value(&root));
+  hidden.add_options()("root", po::value(&arguments.root));
   po::positional_options_description positional;
   positional.add("root", 1);
   po::variables_map vm;
   if (auto done = parse_command_line(argc, argv, kSweepLine, described, hidden, positional, &vm)) return done;
-  if (root.empty()) return usage_error("missing ROOT");
-  // A copy without restore data cannot give its original back.
-  if (options.remove_originals && shared.no_restore_data)
-    return usage_error("--remove-originals needs the restore data that --no-restore-data leaves out");
-  if (!load_rules(shared)) return kExitUsage;
-  options.rules = std::move(shared.rules);
-  options.job = job_options(shared, force, nullptr);  // no timings: the jobs run concurrently
-  options.job.rules = options.rules ? &*options.rules : nullptr;
-  options.root = root;
-  boost::system::error_code ec;
-  if (!fs::is_directory(options.root, ec)) return usage_error(root + ": not a directory");
-  if (vm.count("jobs") && jobs < 1) return usage_error("--jobs must be at least 1");
-  options.jobs = jobs > 0 ? jobs : default_jobs();
-  if (!memory.empty()) {
-    auto bytes = parse_byte_size(memory);
-    if (!bytes) return usage_error("--memory: expected a size like 512M or 4G, got '" + memory + "'");
-    options.memory_budget = *bytes;
-  } else {
-    options.memory_budget = default_memory_budget();
+  if (vm.count("jobs")) arguments.jobs = jobs;
+  try {
+    configure_sweep(std::move(arguments), options);
+  } catch (const BadRules& e) {
+    print_error(e.what());
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    return cli::usage_error(kSweepLine, e.what());
   }
-  if (!shard.empty()) {
-    options.shard = parse_shard(shard);
-    if (!options.shard)
-      return usage_error("--shard: expected K/N with 0 <= K < N <= " + std::to_string(kMaxShards) + ", got '" + shard +
-                         "'");
-  }
-  if (!level_in_range(options.job.level)) return usage_error("--level must be between 0 and 12");
-  if (!options.write_plan.empty()) {
-    if (options.shard || !plan.empty() || options.dry_run || options.remove_originals || !report_dir.empty())
-      return usage_error(
-          "--write-plan only writes the plan: not with --shard, --plan, --dry-run, --remove-originals "
-          "or --report-dir (run the shards with --plan FILE)");
-    try {
-      guard_output(options.write_plan, {}, true);
-    } catch (const OutputRefused& e) {
-      return usage_error(std::string(e.what()) + " (--write-plan)");
-    }
-    return std::nullopt;
-  }
-  if (!plan.empty())
-    if (auto done = load_plan(plan, options)) return done;
-  options.report_dir = report_dir.empty() ? options.root : fs::path(report_dir);
-  if (!options.dry_run) return check_report_dir(options);
   return std::nullopt;
 }
 
@@ -216,14 +180,14 @@ std::vector<OriginalFile> original_files(const SweepPlan& plan, const Discovery&
 }
 
 // --dry-run: what would be verified and removed once the work is done.
-void print_removal_plan(const SweepPlan& plan, const Discovery& discovery) {
+std::string removal_listing(const SweepPlan& plan, const Discovery& discovery) {
   std::vector<std::string> rel_names;
   for (const auto& iteration : plan.iterations)
     for (size_t index : iteration->ranks) {
       const std::string& rel = iteration->dir->rel;
       rel_names.push_back((rel == "." ? "" : rel + "/") + plan.ranks[index]->file->path.filename().string());
     }
-  std::cout << removal_plan(original_files(plan, discovery, true, std::nullopt), rel_names);
+  return removal_plan(original_files(plan, discovery, true, std::nullopt), rel_names);
 }
 
 // After the work: verify and remove; each rank row's "original" says what was done.
@@ -330,27 +294,67 @@ int write_plan(const SweepOptions& options) {
 
 }  // namespace
 
-int run_sweep(int argc, char** argv) {
-  SweepOptions options;
-  if (auto done = parse_sweep_options(argc, argv, options)) return *done;
+void configure_sweep(SweepArguments arguments, SweepOptions& options) {
+  SharedOptions& shared = arguments.shared;
+  if (arguments.root.empty()) throw UsageError("missing ROOT");
+  // A copy without restore data cannot give its original back.
+  if (options.remove_originals && shared.no_restore_data)
+    throw UsageError("--remove-originals needs the restore data that --no-restore-data leaves out");
+  read_rules(shared);
+  options.rules = std::move(shared.rules);
+  options.job = job_options(shared, arguments.force, nullptr);  // no timings: the jobs run concurrently
+  options.job.rules = options.rules ? &*options.rules : nullptr;
+  options.root = arguments.root;
+  boost::system::error_code ec;
+  if (!fs::is_directory(options.root, ec)) throw UsageError(arguments.root + ": not a directory");
+  if (arguments.jobs && *arguments.jobs < 1) throw UsageError("--jobs must be at least 1");
+  options.jobs = arguments.jobs ? *arguments.jobs : default_jobs();
+  if (!arguments.memory.empty()) {
+    auto bytes = parse_byte_size(arguments.memory);
+    if (!bytes) throw UsageError("--memory: expected a size like 512M or 4G, got '" + arguments.memory + "'");
+    options.memory_budget = *bytes;
+  } else {
+    options.memory_budget = default_memory_budget();
+  }
+  if (!arguments.shard.empty()) {
+    options.shard = parse_shard(arguments.shard);
+    if (!options.shard)
+      throw UsageError("--shard: expected K/N with 0 <= K < N <= " + std::to_string(kMaxShards) + ", got '" +
+                       arguments.shard + "'");
+  }
+  if (!level_in_range(options.job.level)) throw UsageError("--level must be between 0 and 12");
+  if (!options.write_plan.empty()) {
+    if (options.shard || !arguments.plan.empty() || options.dry_run || options.remove_originals ||
+        !arguments.report_dir.empty())
+      throw UsageError(
+          "--write-plan only writes the plan: not with --shard, --plan, --dry-run, --remove-originals "
+          "or --report-dir (run the shards with --plan FILE)");
+    try {
+      guard_output(options.write_plan, {}, true);
+    } catch (const OutputRefused& e) {
+      throw UsageError(std::string(e.what()) + " (--write-plan)");
+    }
+    return;
+  }
+  if (!arguments.plan.empty()) load_plan(arguments.plan, options);
+  options.report_dir = arguments.report_dir.empty() ? options.root : fs::path(arguments.report_dir);
+  if (!options.dry_run) check_report_dir(options);
+}
 
-  if (!options.write_plan.empty()) return write_plan(options);
-
+SweepOutcome sweep_tree(SweepOptions& options, bool stop_gracefully) {
+  SweepOutcome outcome;
   TreeLock lock;  // held until the report is written
   // --remove-originals removes nothing from a tree whose lock it could not take: another
   // sweep could be rewriting the copies it verifies.
   std::optional<std::string> whole_tree_refusal;
   if (!options.dry_run) {
     std::string message;
-    TreeLock::Outcome outcome = lock.take(options.root, options.shard.has_value(), message);
-    if (outcome == TreeLock::Outcome::unlocked) {
+    TreeLock::Outcome taken = lock.take(options.root, options.shard.has_value(), message);
+    if (taken == TreeLock::Outcome::unlocked) {
       std::cerr << "warning: " << printable(message) << "\n";
       whole_tree_refusal = "the sweep ran without the tree's lock (" + message + ")";
     }
-    if (outcome == TreeLock::Outcome::busy || outcome == TreeLock::Outcome::refused) {
-      std::cerr << "tracelane sweep: " << printable(message) << "\n";
-      return kExitUsage;
-    }
+    if (taken == TreeLock::Outcome::busy || taken == TreeLock::Outcome::refused) throw TreeBusy(message);
   }
   auto started = std::chrono::steady_clock::now();
   Discovery discovery = discover(options.root);
@@ -359,35 +363,52 @@ int run_sweep(int argc, char** argv) {
 
   SweepPlan plan = plan_sweep(options, discovery);
   if (options.dry_run) {
-    print_plan(plan);
-    if (options.remove_originals) print_removal_plan(plan, discovery);
-    return kExitOk;
+    outcome.dry_run_listing = plan_listing(plan);
+    if (options.remove_originals) outcome.dry_run_listing += removal_listing(plan, discovery);
+    return outcome;
   }
   remove_stale_temporaries(plan);
   // Slurm sends SIGTERM some time (KillWait) before SIGKILL: the sweep then stops starting
   // work, ends what is in flight at its next step and writes the report of what it did;
   // the next sweep resumes. A second signal ends it at once.
-  stop_gracefully_on_signals();
+  if (stop_gracefully) stop_gracefully_on_signals();
   run_sweep_graph(options, plan);
   // Only once every output is written, and not on the way out after a stop.
-  std::vector<OriginalVerdict> removals;
   if (options.remove_originals && !stop_requested())
-    removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
-  Report report = make_report(options, plan_rows(plan), discovery, plan, seconds_since(started));
-
-  fs::path written;
-  bool report_failed = false;
+    outcome.removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
+  outcome.report = make_report(options, plan_rows(plan), discovery, plan, seconds_since(started));
   try {
     boost::system::error_code ec;
     fs::create_directories(options.report_dir, ec);
-    written = write_report(report, options.report_dir);
+    outcome.written = write_report(outcome.report, options.report_dir);
   } catch (const Error& e) {
-    std::cerr << printable(e.what()) << "\n";
-    report_failed = true;
+    outcome.report_error = e.what();
+    outcome.report_failure = std::current_exception();
   }
-  print_outcome(options, report, written, removals);
+  return outcome;
+}
+
+int run_sweep(int argc, char** argv) {
+  SweepOptions options;
+  if (auto done = parse_sweep_options(argc, argv, options)) return *done;
+
+  if (!options.write_plan.empty()) return write_plan(options);
+
+  SweepOutcome outcome;
+  try {
+    outcome = sweep_tree(options, true);
+  } catch (const TreeBusy& e) {
+    std::cerr << "tracelane sweep: " << printable(e.what()) << "\n";
+    return kExitUsage;
+  }
+  if (options.dry_run) {
+    std::cout << outcome.dry_run_listing;
+    return kExitOk;
+  }
+  if (outcome.report_failure) std::cerr << printable(outcome.report_error) << "\n";
+  print_outcome(options, outcome.report, outcome.written, outcome.removals);
   if (int signal_number = stop_requested()) return 128 + signal_number;  // as a shell reports a signal's end
-  return has_failures(report.rows) || report_failed ? kExitFailed : kExitOk;
+  return has_failures(outcome.report.rows) || outcome.report_failure ? kExitFailed : kExitOk;
 }
 
 }  // namespace tracelane::cli

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <iostream>
 #include <set>
+#include <sstream>
 
 #include "printable.hpp"
 
@@ -205,7 +205,8 @@ std::vector<Row> plan_rows(const SweepPlan& plan) {
   return rows;
 }
 
-void print_plan(const SweepPlan& plan) {
+std::string plan_listing(const SweepPlan& plan) {
+  std::ostringstream out;
   // Names from the tree are bytes: printable() keeps invalid UTF-8 and terminal escapes
   // off the terminal.
   auto rel_file = [](const RankTask& task, const fs::path& path) {
@@ -216,34 +217,35 @@ void print_plan(const SweepPlan& plan) {
     for (size_t index : iteration->ranks) {
       const RankTask& task = *plan.ranks[index];
       if (task.write_output)
-        std::cout << "compact " << rel_file(task, task.file->path) << " -> "
-                  << printable(task.output.filename().string()) << "\n";
+        out << "compact " << rel_file(task, task.file->path) << " -> " << printable(task.output.filename().string())
+            << "\n";
       else if (task.process && task.file->from_copy)
-        std::cout << "restore " << rel_file(task, task.file->path) << " (its rank file is gone; needed by the merge)\n";
+        out << "restore " << rel_file(task, task.file->path) << " (its rank file is gone; needed by the merge)\n";
       else if (task.process)
-        std::cout << "read    " << rel_file(task, task.file->path) << " (output up to date; needed by the merge)\n";
+        out << "read    " << rel_file(task, task.file->path) << " (output up to date; needed by the merge)\n";
       else
-        std::cout << "skip    " << rel_file(task, task.file->path) << " (output up to date)\n";
+        out << "skip    " << rel_file(task, task.file->path) << " (output up to date)\n";
     }
     if (iteration->has_merge_row) {
       if (iteration->merge)
-        std::cout << "merge   " << printable(iteration->dir->rel) << " (" << iteration->ranks.size() << " ranks) -> "
-                  << kMergedName << "\n";
+        out << "merge   " << printable(iteration->dir->rel) << " (" << iteration->ranks.size() << " ranks) -> "
+            << kMergedName << "\n";
       else if (const Cell& error = iteration->merge_row.get("error"); std::holds_alternative<std::string>(error))
-        std::cout << "keep    " << printable(iteration->dir->rel) << "/" << kMergedName << " ("
-                  << printable(std::get<std::string>(error)) << ")\n";
+        out << "keep    " << printable(iteration->dir->rel) << "/" << kMergedName << " ("
+            << printable(std::get<std::string>(error)) << ")\n";
       else
-        std::cout << "skip    " << printable(iteration->dir->rel) << "/" << kMergedName << " (up to date)\n";
+        out << "skip    " << printable(iteration->dir->rel) << "/" << kMergedName << " (up to date)\n";
     }
   }
   for (const DiscoveryProblem& problem : plan.plan_problems)
-    std::cout << "plan    " << printable(problem.rel) << ": " << problem.reason << "\n";
+    out << "plan    " << printable(problem.rel) << ": " << problem.reason << "\n";
   size_t work = 0;
   uint64_t bytes = 0;
   for (const auto& task : plan.ranks)
     if (task->process) work++, bytes += task->file->bytes_uncompressed;
-  std::cout << work << " of " << plan.ranks.size() << " rank files to read (" << bytes << " bytes of JSON), "
-            << plan.iterations.size() << " iteration directories\n";
+  out << work << " of " << plan.ranks.size() << " rank files to read (" << bytes << " bytes of JSON), "
+      << plan.iterations.size() << " iteration directories\n";
+  return out.str();
 }
 
 // A killed sweep leaves its temporary files (".<output>.tmp.<pid>.<n>", never the

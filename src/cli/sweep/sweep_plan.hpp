@@ -114,8 +114,8 @@ IterationPlan discovered_plan(const Discovery& discovery);
 // are matched by name only: the plan never leads the sweep anywhere discovery did not walk.
 SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery);
 
-// --dry-run: what the sweep would do.
-void print_plan(const SweepPlan& plan);
+// --dry-run: what the sweep would do, a line each.
+std::string plan_listing(const SweepPlan& plan);
 
 // Every rank row and merge row of the plan, sorted.
 std::vector<Row> plan_rows(const SweepPlan& plan);
