@@ -285,9 +285,10 @@ std::vector<Check> verify_all(const std::vector<OriginalFile>& files, uint64_t m
 }
 
 // Step 3 for one iteration's files (`members`): all removed, or none. A file kept says why
-// in its verdict; `checks` of those kept here become kept.
+// in its verdict; `checks` of those kept here become kept. `merged`: a merged output covers
+// the iteration, so a rank file it does not cover keeps them all.
 void remove_iteration(const std::vector<OriginalFile>& files, const std::vector<size_t>& members,
-                      std::vector<Check>& checks, std::vector<OriginalVerdict>& verdicts) {
+                      std::vector<Check>& checks, std::vector<OriginalVerdict>& verdicts, bool merged = true) {
   auto keep_all = [&](size_t because) {
     for (size_t i : members)
       if (checks[i].kind == Check::verified)
@@ -346,7 +347,7 @@ void remove_iteration(const std::vector<OriginalFile>& files, const std::vector<
   }
   std::vector<std::string> known;
   for (size_t i : members) known.push_back(files[i].name);
-  if (auto added = rank_file_added(dir.fd, known)) {
+  if (auto added = merged ? rank_file_added(dir.fd, known) : std::nullopt) {
     for (size_t i : members) {
       verdicts[i].reason = *added;
       checks[i].kind = Check::kept;
@@ -367,23 +368,38 @@ void remove_iteration(const std::vector<OriginalFile>& files, const std::vector<
   }
 }
 
+// The verdicts before step 3: each file kept, with the reason its check gives.
+std::vector<OriginalVerdict> verdicts_of(const std::vector<Check>& checks) {
+  std::vector<OriginalVerdict> verdicts(checks.size());
+  for (size_t i = 0; i < checks.size(); ++i) {
+    verdicts[i].reason = checks[i].reason;
+    verdicts[i].kind = checks[i].kind == Check::unfaithful ? OriginalVerdict::unfaithful : OriginalVerdict::kept;
+  }
+  return verdicts;
+}
+
 }  // namespace
 
 std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget, int jobs,
                                               const std::function<void(const std::string&)>& error) {
   std::vector<Check> checks = verify_all(files, memory_budget, jobs);
-  std::vector<OriginalVerdict> verdicts(files.size());
-  for (size_t i = 0; i < files.size(); ++i) {
-    verdicts[i].reason = checks[i].reason;
-    verdicts[i].kind = checks[i].kind == Check::unfaithful ? OriginalVerdict::unfaithful : OriginalVerdict::kept;
+  std::vector<OriginalVerdict> verdicts = verdicts_of(checks);
+  for (size_t i = 0; i < files.size(); ++i)
     if (checks[i].kind == Check::unfaithful)
       error((files[i].dir / files[i].name).string() + ": kept: " + checks[i].reason);
-  }
   // Removal, per iteration: all or none (the file comment says why).
   std::map<size_t, std::vector<size_t>> iterations;
   for (size_t i = 0; i < files.size(); ++i) iterations[files[i].iteration].push_back(i);
   for (const auto& entry : iterations) remove_iteration(files, entry.second, checks, verdicts);
   return verdicts;
+}
+
+OriginalVerdict remove_original(const OriginalFile& file, uint64_t memory_budget) {
+  std::vector<OriginalFile> files{file};
+  std::vector<Check> checks = verify_all(files, memory_budget, 1);
+  std::vector<OriginalVerdict> verdicts = verdicts_of(checks);
+  remove_iteration(files, {0}, checks, verdicts, false);
+  return verdicts[0];
 }
 
 std::string removal_summary(const std::vector<OriginalVerdict>& verdicts) {

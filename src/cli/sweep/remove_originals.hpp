@@ -70,6 +70,12 @@ inline constexpr uint64_t kVerifyFactor = 4;
 std::vector<OriginalVerdict> remove_originals(const std::vector<OriginalFile>& files, uint64_t memory_budget, int jobs,
                                               const std::function<void(const std::string&)>& error);
 
+// One trace compacted on its own (the Python handler's keep_original=False,
+// src/python/tracelane/profiler.py): step 2 as for the sweep's files, then step 3's checks
+// under the directory's lock and the removal. No merged output covers it, so the rank
+// files of other processes beside it (other ranks of the same iteration) keep nothing.
+OriginalVerdict remove_original(const OriginalFile& file, uint64_t memory_budget);
+
 // "removed N originals, M bytes; kept K", for the sweep's summary.
 std::string removal_summary(const std::vector<OriginalVerdict>& verdicts);
 
