@@ -20,6 +20,7 @@ TraceCommandResult compact_steps(const fs::path& input, const fs::path& output, 
                                  const JobOptions& job, bool pp_flows) {
   TraceCommandResult result;
   std::string json = read_step(input, result.input, {}, job);  // recorded with the output, for the sweep
+  result.input_bytes = json.size();
   CompactedTrace compacted = compact_step(parse_step(std::move(json), input, job), job, pp_flows);
   if (const std::string& reason = already_laned(compacted); !reason.empty()) {
     result.summary = already_laned_summary(input, reason);

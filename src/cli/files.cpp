@@ -247,7 +247,7 @@ void guard_output(const fs::path& output, const std::vector<fs::path>& inputs, b
   if (exists) {
     struct stat target {};
     if (::stat(output.c_str(), &target) == 0 && S_ISDIR(target.st_mode)) refuse("is a directory, not an output file");
-    if (!overwrite) refuse("output exists (use --overwrite to replace it)");
+    if (!overwrite) throw OutputExists(name + ": output exists (use --overwrite to replace it)");
   }
 }
 

@@ -79,8 +79,9 @@ class OutputRefused : public Error {
  public:
   using Error::Error;
 };
-// The output appeared between the guard's check and write_atomically's link() (another
-// process won the race); without --overwrite it is never replaced. Also a usage error.
+// The output exists and --overwrite was not given: seen by the guard, or appearing
+// between the guard's check and write_atomically's link() (another process won the race);
+// without --overwrite it is never replaced. Also a usage error.
 class OutputExists : public OutputRefused {
  public:
   using OutputRefused::OutputRefused;

@@ -28,6 +28,7 @@ struct TraceCommandResult {
   std::string already_laned;  // the stderr line; empty when an output was written
   fs::path output;            // the output written (empty when already laned)
   FileIdentity input;         // compact: the input as it was read, recorded with the output
+  uint64_t input_bytes = 0;   // compact: its size decompressed
 };
 
 // `compact TRACE`: the output path is guarded before the input is read (OutputRefused),
