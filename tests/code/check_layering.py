@@ -9,7 +9,9 @@ lines of src/ and include/:
 - the verifier (src/check) includes nothing of tracelane's but its own files: it shares no
   code with the compactor it checks;
 - in src/cli, only check_command.cpp (the verifier's command) includes src/check;
-- the report (src/cli/report) includes nothing of the sweep (src/cli/sweep).
+- the report (src/cli/report) includes nothing of the sweep (src/cli/sweep);
+- the Python module (src/python) stands on the command line's functions and includes
+  nothing of the verifier, and nothing includes the Python module.
 
 Usage: check_layering.py [REPO_ROOT]   (default: the checkout this file is in)
 Prints each violation and exits 1, or prints the counts and exits 0.
@@ -94,6 +96,8 @@ def module_graph(graph):
 
 
 def part_of(path):
+    if path.startswith("src/python/"):
+        return "python"
     if path.startswith("src/cli/report/"):
         return "report"
     if path.startswith("src/cli/sweep/"):
@@ -110,7 +114,11 @@ def layer_violations(graph):
     for path, edges in sorted(graph.items()):
         for target in sorted(edges):
             source_part, target_part = part_of(path), part_of(target)
-            if source_part == "core" and target_part != "core":
+            if target_part == "python" and source_part != "python":
+                found.append(f"{path} includes {target}: nothing includes the Python module")
+            elif source_part == "python" and target_part == "check":
+                found.append(f"{path} includes {target}: the Python module includes nothing of the verifier")
+            elif source_part == "core" and target_part != "core":
                 where = "src/check" if target_part == "check" else "src/cli"
                 found.append(f"{path} includes {target}: the core includes nothing of {where}")
             elif source_part == "check" and target_part != "check":
