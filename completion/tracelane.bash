@@ -32,7 +32,7 @@ _tracelane() {
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
                     --report-dir --shard --plan --write-plan --level --no-restore-data --remove-originals
                     --single-gzip-member" ;;
-    restore) options="--help -h --output -o --overwrite --level --rank" ;;
+    restore) options="--help -h --output -o --overwrite --level --rank --into" ;;
     report) options="--help -h --combine --report-dir --html --output -o --overwrite --quiet -q" ;;
     check) options="--help -h --list" ;;
     rules) options="--help -h --print-defaults --check" ;;
@@ -45,7 +45,7 @@ _tracelane() {
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return 0 ;;
-    --report-dir)
+    --report-dir | --into)
       compopt -o filenames 2>/dev/null
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       return 0 ;;

@@ -1,13 +1,18 @@
 // `tracelane restore COMPACTED`: the original trace back from an output's restore data
-// (SPEC 9.12).
+// (SPEC 9.12); `tracelane restore DIR --into OUT`: every rank's original of an iteration.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <typeinfo>
 
 #include "commands.hpp"
 #include "files.hpp"
 #include "options.hpp"
+#include "sweep/discovery.hpp"
 #include "trace_commands.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/restore.hpp"
@@ -82,9 +87,75 @@ JsonValue restore_file(const fs::path& input, const SharedOptions& shared, std::
   return summary;
 }
 
+JsonValue restore_directory(const fs::path& dir, const fs::path& into, const SharedOptions& shared, int& failed) {
+  // The iteration's names, listed through a descriptor (a name's link is never followed:
+  // only a regular file is restored, examined without following it).
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw FileError(dir.string() + ": cannot open the directory: " + std::strerror(errno));
+  std::vector<std::string> names;
+  int error = list_directory(fd, names);
+  ::close(fd);
+  if (error) throw FileError(dir.string() + ": cannot list the directory: " + std::strerror(error));
+  if (!fs::is_directory(into)) throw UsageError(into.string() + ": --into must be an existing directory");
+  auto regular = [&](const std::string& name) {
+    boost::system::error_code ec;
+    return fs::symlink_status(dir / name, ec).type() == fs::regular_file;
+  };
+  // Each rank's copy first (rank<N>_trace_compacted.json[.gz] -> its original's name), then
+  // the merged output's records of the ranks no copy had (-> rank<R>_trace.json.gz).
+  std::map<long long, std::pair<std::string, std::string>> copies;  // rank -> (copy, original name)
+  std::string merged;
+  for (const std::string& name : names) {
+    long long rank = 0;
+    std::string original;
+    if (is_rank_copy_name(name, &rank, &original) && regular(name)) copies[rank] = {name, original};
+    if ((name == kMergedName || name == "pp_traces_merged_compacted.json") && regular(name)) merged = name;
+  }
+  JsonValue restored = JsonValue::array();
+  size_t tried = 0;
+  auto one = [&](const fs::path& input, const fs::path& output, std::optional<int64_t> rank) {
+    SharedOptions options = shared;
+    options.output = output.string();
+    ++tried;
+    try {
+      restored.push(restore_file(input, options, rank));
+    } catch (...) {
+      ++failed;
+      JsonValue row = JsonValue::object();
+      row.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
+      if (rank) row.set("global_rank", JsonValue::integer(*rank));
+      row.set("error", JsonValue::string(describe_exception(input)));
+      print_error(describe_exception(input));
+      restored.push(row);
+    }
+  };
+  for (const auto& [rank, names_of] : copies) one(dir / names_of.first, into / names_of.second, std::nullopt);
+  if (!merged.empty()) {
+    std::vector<RestoreRecordInfo> records;
+    try {
+      FileIdentity identity;
+      records = list_restore_records(read_trace_bytes(dir / merged, &identity), (dir / merged).string());
+    } catch (...) {
+      ++failed;
+      print_error(describe_exception(dir / merged));
+    }
+    for (const RestoreRecordInfo& record : records)
+      if (record.global_rank >= 0 && !copies.count(record.global_rank))
+        one(dir / merged, into / ("rank" + std::to_string(record.global_rank) + "_trace.json.gz"), record.global_rank);
+  }
+  if (tried == 0 && !failed)
+    throw UsageError(dir.string() + ": no compacted copy (rank<N>_trace_compacted.json[.gz]) and no merged output (" +
+                     kMergedName + ") to restore");
+  JsonValue summary = JsonValue::object();
+  summary.set("input", JsonValue::string(dir.string())).set("into", JsonValue::string(into.string()));
+  summary.set("restored", restored).set("failed", JsonValue::integer(failed));
+  return summary;
+}
+
 int run_restore(int argc, char** argv) {
   SharedOptions shared;
   std::optional<int64_t> rank;
+  std::string into;
   po::options_description options("restore options");
   options.add_options()("help,h", "show this help")(
       "output,o", po::value(&shared.output),
@@ -92,13 +163,27 @@ int run_restore(int argc, char** argv) {
       "(and _rank<R> with --rank)")("overwrite", po::bool_switch(&shared.overwrite), "replace an existing output")(
       "level", po::value(&shared.level)->default_value(kDefaultLevel), "gzip level, 0 (store) to 12 (smallest)")(
       "rank", po::value<int64_t>()->notifier([&](int64_t r) { rank = r; }),
-      "for a merged output: the global rank whose original to write");
-  const CommandLine line{"restore", "usage: tracelane restore COMPACTED [options]\n", std::string("\n") + kUsage};
+      "for a merged output: the global rank whose original to write")(
+      "into", po::value(&into),
+      "with an iteration DIR: write every rank's original into this existing directory, one file per rank "
+      "(as HTA reads a multi-rank set)");
+  const CommandLine line{
+      "restore", "usage: tracelane restore COMPACTED [options]\n       tracelane restore DIR --into OUT [options]\n",
+      std::string("\n") + kUsage};
   std::string input_arg;
   if (auto done = parse_command_line(argc, argv, line, options, "COMPACTED", input_arg)) return *done;
   if (!check_level(shared.level, "restore")) return kExitUsage;
   fs::path input(input_arg);
   try {
+    boost::system::error_code ec;
+    if (!into.empty() || fs::is_directory(fs::symlink_status(input, ec))) {
+      if (into.empty())
+        throw UsageError(input.string() + ": a directory: name where its ranks' originals go with --into");
+      if (rank || !shared.output.empty()) throw UsageError("--into restores every rank: it takes no --rank or -o");
+      int failed = 0;
+      std::cout << restore_directory(input, fs::path(into), shared, failed).dump(2) << std::endl;
+      return failed ? kExitFailed : kExitOk;
+    }
     std::cout << restore_file(input, shared, rank).dump(2) << std::endl;
     return kExitOk;
   } catch (...) {

@@ -155,6 +155,46 @@ def test_sweep_outputs(ctx, d):
                 check_restore(args, checks, out, original[0], d, what=f"sweep {out}")
 
 
+def test_restore_directory(ctx, d):
+    """`restore DIR --into OUT` after `sweep --remove-originals`: every rank's original comes
+    back byte for byte, one file per rank (as HTA reads a multi-rank set), from its own copy
+    or, when the copy is gone, from the merged output; a planted link is not followed; an
+    output that exists is a failed row (exit 1), the others are still written."""
+    args, checks, shared = ctx
+    source = os.path.join(shared, "corpus", "sweep_tree", "dlrm_8gpu")
+    tree = os.path.join(d, "dir_tree")
+    shutil.copytree(source, tree)
+    for root, dirs, files in os.walk(tree):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    result = e2e.tracelane(args, "sweep", tree, "--quiet", "--jobs", "2", "--remove-originals")
+    checks.equal(result.returncode, 0, f"sweep --remove-originals: exit ({e2e.describe(result)})")
+    iteration = os.path.join(tree, "profile_trace", "iteration_12")
+    originals = rank_files(os.path.join(source, "profile_trace", "iteration_12"))
+    checks.check(not rank_files(iteration), "sweep --remove-originals left originals")
+    os.remove(os.path.join(iteration, "rank3_trace_compacted.json"))  # rank 3: from the merged output
+    os.symlink(os.path.join(iteration, "rank0_trace_compacted.json"), os.path.join(iteration, "rank9_trace_compacted.json"))
+    into = os.path.join(d, "restored_dir")
+    os.mkdir(into)
+    result = e2e.tracelane(args, "restore", iteration, "--into", into)
+    checks.equal(result.returncode, 0, f"restore DIR --into: exit ({e2e.describe(result)})")
+    written = sorted(name for name in os.listdir(into) if not name.startswith("."))  # but the directory's lock
+    checks.equal(written, sorted([f"rank{r}_trace.json" for r in originals if r != 3] + ["rank3_trace.json.gz"]),
+                 "restore DIR --into: the files written")
+    for rank, original in sorted(originals.items()):
+        name = f"rank{rank}_trace.json" + (".gz" if rank == 3 else "")
+        path = os.path.join(into, name)
+        checks.check(os.path.exists(path) and e2e.read_bytes(path) == e2e.read_bytes(original),
+                     f"restore DIR --into: rank {rank} is not its original")
+    os.remove(os.path.join(into, "rank5_trace.json"))
+    again = e2e.tracelane(args, "restore", iteration, "--into", into)
+    checks.equal(again.returncode, 1, f"restore DIR --into over existing outputs: exit ({e2e.describe(again)})")
+    checks.check(os.path.exists(os.path.join(into, "rank5_trace.json")) and "output exists" in again.stderr,
+                 f"restore DIR --into: the missing rank is written, the others refused ({again.stderr[:300]!r})")
+    nowhere = e2e.tracelane(args, "restore", iteration)
+    checks.equal(nowhere.returncode, 2, "restore DIR without --into: exit")
+
+
 def test_sweep_redoes_outputs_made_another_way(ctx, d):
     """An output is up to date only when it was made from the same inputs the same way: a
     sweep after one with --no-restore-data (or other rules) redoes every output, so each
@@ -341,7 +381,7 @@ def main():
     args = e2e.parse_args(__doc__)
     shared = e2e.shared_dir(args)
     checks = e2e.Checks("e2e_restore")
-    tests = [test_single, test_merged, test_sweep_outputs, test_sweep_redoes_outputs_made_another_way, test_refusals, test_crafted_records_stay_small]
+    tests = [test_single, test_merged, test_sweep_outputs, test_restore_directory, test_sweep_redoes_outputs_made_another_way, test_refusals, test_crafted_records_stay_small]
     return e2e.run_tests(checks, (args, checks, shared), "restore", tests)
 
 
