@@ -126,6 +126,7 @@ def hta_worker(trace_dir, multi_rank):
             ranks=ranks, visualize=False, show_idle_interval_stats=True)),
         ("HTA queue length summary (per stream)", lambda: analysis.get_queue_length_summary(ranks=ranks)),
         ("HTA kernels with user annotations", lambda: analysis.get_gpu_kernels_with_user_annotations(rank=first)),
+        ("HTA user annotation breakdown", lambda: analysis.get_gpu_user_annotation_breakdown(visualize=False)),
         ("HTA critical path summary", critical_path),
     ]
     if multi_rank:
