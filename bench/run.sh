@@ -16,6 +16,9 @@
 #   MERGE="8 60M"         merged iteration: ranks, size per rank ("" to skip)
 #   TREE="4 2 4 10M"      sweep tree: runs, iterations, ranks, size per rank file
 #   SCALING=500M          the generated size whose --timings give the scaling table ("" to skip)
+#   FLOOR=auto            traces measured against the speed-of-light floor by vs_floor.sh
+#                         (default: the real traces and the generated 500M; "" to skip;
+#                         not in --smoke: it builds <shared>/tools/floor.cpp)
 #   REPEAT=3              runs of each command; the table shows the fastest (1 with --smoke)
 #   TRACELANE, TRACELANE_GEN   the binaries (default: build/tracelane, build/bench/tracelane_gen)
 # Inputs are generated once into SCRATCH_DIR and reused by later runs (same seed, same
@@ -42,10 +45,10 @@ done
 
 if ((smoke)); then
   sizes=${SIZES:-2M}; levels=${LEVELS:-1}; tree=(${TREE:-1 1 2 1M}); jobs=${JOBS:-1 2}; repeat=${REPEAT:-1}
-  real=${REAL:-}; merge=(${MERGE:-2 1M}); scaling=${SCALING:-2M}
+  real=${REAL:-}; merge=(${MERGE:-2 1M}); scaling=${SCALING:-2M}; floor=${FLOOR:-}
 else
   sizes=${SIZES:-50M 500M 2G}; levels=${LEVELS:-1 6}; tree=(${TREE:-4 2 4 10M}); jobs=${JOBS:-1 2}; repeat=${REPEAT:-3}
-  real=${REAL:-auto}; merge=(${MERGE-8 60M}); scaling=${SCALING-500M}
+  real=${REAL:-auto}; merge=(${MERGE-8 60M}); scaling=${SCALING-500M}; floor=${FLOOR-auto}
 fi
 shared=${TRACELANE_SHARED:-$here/../../shared}
 if [[ $real == auto ]]; then
@@ -197,6 +200,20 @@ if [[ -n $real ]]; then
       echo "| $(basename "$f") | $((b / 1000000)) | $j | $secs | $rss_mb | ${ld_s:--} | $( [[ -n $ld_s ]] && ratio "$secs" "$ld_s" || echo -) | $(ratio "$original_single_s" "$secs") |"
     done
   done
+fi
+
+# ---- against the floor -------------------------------------------------------------------
+# Issue 25's targets: compact --jobs 1 CPU <= 1.25x the floor's at levels 1 and 6.
+if [[ $floor == auto ]]; then
+  floor="$real${file_of[500M]:-}"
+  [[ -f $shared/tools/floor.cpp ]] || { floor=""; echo "note: no $shared/tools/floor.cpp (set TRACELANE_SHARED): no floor table" >&2; }
+fi
+if [[ -n $floor ]]; then
+  echo
+  echo "### CPU per trace against the speed-of-light floor (compact --jobs 1; target <= 1.25x)"
+  echo
+  LEVELS="$levels" REPEAT="$repeat" TRACELANE="$tl" TRACELANE_SHARED="$shared" SCRATCH="$dir/floor" \
+    bash "$here/vs_floor.sh" $floor
 fi
 
 # ---- merge -------------------------------------------------------------------------------
