@@ -1,6 +1,5 @@
 // What a trace must not be (SPEC 1, 2): errors name the file and the event.
 #include "test_support.hpp"
-#include "tracelane/gzip.hpp"
 
 using namespace tracelane;
 using namespace tracelane::testing;
@@ -117,36 +116,4 @@ TEST(ParseErrors, AValidTraceParses) {
   EXPECT_EQ(trace.events[0].dur.ns, 2000);
   EXPECT_EQ(trace.events[0].stream.value, 7);
   EXPECT_EQ(trace.events[1].cat, "cpu_op");
-}
-
-TEST(Gzip, CompressedTracesRoundTrip) {
-  std::string json = trace_json({kernel(0, 7, "1.5", "2")});
-  std::string packed = gzip_compress(json, 6);
-  EXPECT_TRUE(is_gzip(packed));
-  EXPECT_FALSE(is_gzip(json));
-  EXPECT_EQ(gunzip(packed, "test.json.gz"), json);
-}
-
-TEST(Gzip, ConcatenatedMembersAreAllRead) {
-  std::string packed = gzip_compress("{\"a\": ", 1) + gzip_compress("1}", 9);
-  EXPECT_EQ(gunzip(packed, "test.json.gz"), "{\"a\": 1}");
-}
-
-TEST(Gzip, ATruncatedStreamIsAnErrorNamingTheFile) {
-  std::string json = trace_json({kernel(0, 7, "1.5", "2"), kernel(0, 8, "1.5", "2"), cpu_op});
-  std::string packed = gzip_compress(json, 6);
-  for (size_t keep : {packed.size() / 2, packed.size() - 1, size_t(12)}) {
-    std::string cut = packed.substr(0, keep);
-    auto message = error_message([&] { gunzip(cut, "test.json.gz"); });
-    EXPECT_TRUE(names(message, {"test.json.gz"})) << "kept " << keep << " bytes";
-  }
-}
-
-TEST(Gzip, TrailingGarbageAfterAMemberIsAnError) {
-  std::string packed = gzip_compress(trace_json({kernel(0, 7, "1", "2")}), 6) + "garbage";
-  EXPECT_TRUE(names(error_message([&] { gunzip(packed, "test.json.gz"); }), {"test.json.gz", "trailing"}));
-}
-
-TEST(Gzip, BytesThatAreNotGzipAreAnError) {
-  EXPECT_TRUE(names(error_message([] { gunzip("{\"traceEvents\": []}", "test.json.gz"); }), {"test.json.gz"}));
 }

@@ -1,4 +1,4 @@
-// Lane packing (SPEC 4), semantic groups (SPEC 3), lane and annotation-track tids.
+// Lane packing (SPEC 4) and the lanes of a compacted trace: their groups, labels and tids.
 #include <set>
 
 #include "test_support.hpp"
@@ -15,10 +15,6 @@ namespace {
 
 std::vector<uint32_t> lanes_of(const std::vector<Interval>& intervals, uint32_t& count) {
   return assign_lanes(intervals, count);
-}
-
-std::string group_id(std::string_view cat, std::string_view name) {
-  return default_groups()[classify_slice(cat, name)].id;
 }
 
 }  // namespace
@@ -70,75 +66,6 @@ INSTANTIATE_TEST_SUITE_P(
                     2,
                     {0, 0, 1}}),
     [](const ::testing::TestParamInfo<PackingCase>& case_info) { return std::string(case_info.param.name); });
-
-// --- classification (SPEC 3) ----------------------------------------------------------
-
-// A slice's cat and name, and the default group it falls in.
-struct ClassifyCase {
-  const char* cat;
-  const char* name;
-  const char* group;
-};
-
-class ClassifySlice : public ::testing::TestWithParam<ClassifyCase> {};
-
-TEST_P(ClassifySlice, FallsInItsSpec3Group) {
-  const ClassifyCase& c = GetParam();
-  EXPECT_EQ(group_id(c.cat, c.name), c.group) << c.cat << " / " << c.name;
-}
-
-INSTANTIATE_TEST_SUITE_P(MemcpyAndMemsetGoByCatBeforeName, ClassifySlice,
-                         ::testing::Values(ClassifyCase{"gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", "memcpy"},
-                                           ClassifyCase{"gpu_memset", "Memset (Device)", "memset"},
-                                           ClassifyCase{"gpu_memcpy", "ncclAllGather copy", "memcpy"},
-                                           ClassifyCase{"Memcpy", "legacy", "memcpy"},
-                                           ClassifyCase{"Memset", "legacy", "memset"}));
-
-INSTANTIATE_TEST_SUITE_P(
-    NcclKernelsSplitByCollectiveIgnoringCase, ClassifySlice,
-    ::testing::Values(ClassifyCase{"kernel", "ncclDevKernel_AllGather_RING_LL", "nccl_all_gather"},
-                      ClassifyCase{"kernel", "ncclKernel_ReduceScatter_RING_LL_Sum_bf16", "nccl_reduce_scatter"},
-                      ClassifyCase{"kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "nccl_all_reduce"},
-                      ClassifyCase{"kernel", "NCCLKERNEL_ALLGATHER", "nccl_all_gather"},
-                      ClassifyCase{"kernel", "ncclDevKernel_SendRecv", "nccl_other"},
-                      // "all_gather" with an underscore is not "allgather".
-                      ClassifyCase{"kernel", "nccl_all_gather_kernel", "nccl_other"}));
-
-INSTANTIATE_TEST_SUITE_P(AllGatherWinsOverReduceScatterWhenANameHasBoth, ClassifySlice,
-                         ::testing::Values(ClassifyCase{"kernel", "ncclAllGatherReduceScatter", "nccl_all_gather"},
-                                           ClassifyCase{"kernel", "ncclReduceScatterAllReduce",
-                                                        "nccl_reduce_scatter"}));
-
-INSTANTIATE_TEST_SUITE_P(
-    SymmetricMemoryBarrierNeedsBothWords, ClassifySlice,
-    ::testing::Values(ClassifyCase{"kernel", "c10d::symmetric_memory::barrier_kernel", "symmetric_memory_barrier"},
-                      ClassifyCase{"kernel", "Symmetric_Memory_BARRIER", "symmetric_memory_barrier"},
-                      ClassifyCase{"kernel", "symmetric_memory::put_signal", "compute"},
-                      ClassifyCase{"kernel", "barrier_kernel", "compute"}));
-
-INSTANTIATE_TEST_SUITE_P(EverythingElseIsCompute, ClassifySlice,
-                         ::testing::Values(ClassifyCase{"kernel", "sm90_xmma_gemm_bf16", "compute"},
-                                           ClassifyCase{"Kernel", "volta_sgemm", "compute"}));
-
-TEST(DefaultGroups, AreInSpecOrderWithSpecLabels) {
-  std::vector<std::pair<std::string, std::string>> expected = {
-      {"compute", "Compute"},
-      {"symmetric_memory_barrier", "Symmetric-memory barrier"},
-      {"nccl_all_gather", "NCCL all-gather"},
-      {"nccl_reduce_scatter", "NCCL reduce-scatter"},
-      {"nccl_all_reduce", "NCCL all-reduce"},
-      {"nccl_other", "NCCL other"},
-      {"memcpy", "GPU memcpy"},
-      {"memset", "GPU memset"},
-      {"sync", "GPU sync"},
-  };
-  const auto& groups = default_groups();
-  ASSERT_EQ(groups.size(), expected.size());
-  for (size_t i = 0; i < groups.size(); ++i) {
-    EXPECT_EQ(groups[i].id, expected[i].first);
-    EXPECT_EQ(groups[i].label, expected[i].second);
-  }
-}
 
 // --- lanes in a compacted trace ---------------------------------------------------------
 
@@ -362,43 +289,6 @@ TEST(CompactLanes, GroupsFromARulesFileNumberTheirDigitsInTheFileOrder) {
   EXPECT_EQ(result.lanes[2].label, "Compute");
   EXPECT_EQ(result.lanes[2].tid, *TrackTids::aligned({0, 1, 0, kLaneTrack}));
   EXPECT_EQ(result.lanes[2].tid, 1000100000);
-}
-
-// --- TrackTids, the rule on its own ------------------------------------------------------
-
-TEST(TrackTids, AlignedTidsSpellTheKeyInDecimalDigits) {
-  EXPECT_EQ(TrackTids::aligned({0, 0, 0, kLaneTrack}), 1000000000);
-  EXPECT_EQ(TrackTids::aligned({12, 34, 5678, 9}), 1123456789);
-  EXPECT_EQ(TrackTids::aligned({99, 99, 9999, 9}), 1999999999);
-  EXPECT_EQ(TrackTids::aligned({100, 0, 0, 0}), std::nullopt);
-  EXPECT_EQ(TrackTids::aligned({0, 100, 0, 0}), std::nullopt);
-  EXPECT_EQ(TrackTids::aligned({0, 0, 10000, 0}), std::nullopt);
-  EXPECT_EQ(TrackTids::aligned({0, 0, 0, 10}), std::nullopt);
-}
-
-TEST(TrackTids, AKeyAskedAgainGetsTheSameTidAndIsCountedOnce) {
-  Trace trace = parse_trace(trace_json({R"({"ph": "i", "name": "x", "pid": 1, "tid": 1000000000, "ts": 1, "s": "t"})"}),
-                            "t.json");
-  TrackTids tids(trace.events);
-  int64_t first = tids.tid({0, 0, 0, kLaneTrack});
-  EXPECT_EQ(first, TrackTids::kEnd);
-  EXPECT_EQ(tids.tid({0, 0, 0, kLaneTrack}), first);
-  EXPECT_EQ(tids.tid({0, 0, 0, kAnnotationTrack}), 1000000001);
-  EXPECT_EQ(tids.tid({0, 0, 0, kAnnotationTrack}), 1000000001);
-  EXPECT_EQ(tids.unaligned(), 1u);
-}
-
-TEST(TrackTids, FallbacksSkipEveryTidTheTraceUsesAboveTheAlignedRange) {
-  Trace trace = parse_trace(trace_json({
-                                R"({"ph": "i", "name": "x", "pid": 1, "tid": 2000000000, "ts": 1, "s": "t"})",
-                                R"({"ph": "i", "name": "y", "pid": 2, "tid": 2000000001, "ts": 1, "s": "t"})",
-                                R"({"ph": "i", "name": "z", "pid": 2, "tid": 2000000003, "ts": 1, "s": "t"})",
-                            }),
-                            "t.json");
-  TrackTids tids(trace.events);
-  EXPECT_EQ(tids.tid({0, 0, 0, 10}), 2000000002);
-  EXPECT_EQ(tids.tid({0, 0, 1, 10}), 2000000004);
-  EXPECT_EQ(tids.unaligned(), 2u);
 }
 
 TEST(CompactLanes, MainComputeAndUnshardTracksAreTheFirstComputeAndFirstTwoAllGatherLanes) {

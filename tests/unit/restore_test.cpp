@@ -48,12 +48,6 @@ std::string restored(const std::string& compacted, size_t record = 0) {
 
 }  // namespace
 
-TEST(Xxhash64, MatchesTheReferenceVectors) {
-  EXPECT_EQ(xxhash64(""), 0xEF46DB3751D8E999ULL);
-  EXPECT_EQ(xxhash64("a"), 0xD24EC4F1A98C6E5BULL);
-  EXPECT_EQ(xxhash64("Nobody inspects the spammish repetition"), 0xFBCEA83C8A378BF1ULL);
-}
-
 TEST(Restore, GivesAnUntidyTraceBackByteForByte) {
   std::string original = untidy_trace();
   std::string out = compacted_text(original);

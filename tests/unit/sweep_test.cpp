@@ -1,36 +1,19 @@
-// The sweep's plain logic: discovery, shard selection, sizes, the memory admission, and the
-// report's CSV quoting, JSON round trip and combination of shards.
+// The sweep's report: CSV quoting, the JSON round trip, the records and figures kept with
+// an output for a later sweep that skips it, and the combination of shards. (Discovery,
+// shards, sizes and admission have files of their own: discovery_test.cpp,
+// sweep_plan_test.cpp, memory_budget_test.cpp.)
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <boost/filesystem.hpp>
-#include <fstream>
 
 #include "cli/report/report.hpp"
 #include "cli/sweep/sweep.hpp"
 #include "tracelane/figures.hpp"
 #include "tracelane/gzip.hpp"
 
-namespace fs = boost::filesystem;
 using namespace tracelane::cli;
 using tracelane::GpuFigures;
 using tracelane::TimelineStrip;
 
 namespace {
-
-// A scratch directory removed at the end of the test.
-struct TempTree {
-  fs::path root = fs::temp_directory_path() / fs::unique_path("tracelane-sweep-%%%%-%%%%");
-  TempTree() { fs::create_directories(root); }
-  ~TempTree() {
-    boost::system::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  void file(const std::string& rel, const std::string& text = "{}") {
-    fs::create_directories((root / rel).parent_path());
-    std::ofstream(root / rel) << text;
-  }
-};
 
 Row file_row(const std::string& dir, int64_t rank, const std::string& status) {
   Row row(RowKind::file);
@@ -40,203 +23,6 @@ Row file_row(const std::string& dir, int64_t rank, const std::string& status) {
 }
 
 }  // namespace
-
-TEST(SweepDiscovery, FindsRankFilesAtAnyDepthAndNeverOurOutputs) {
-  TempTree tree;
-  tree.file("runA/profile_trace/iteration_1/rank0_trace.json.gz");
-  tree.file("runA/profile_trace/iteration_1/rank1_trace.json");
-  tree.file("runA/profile_trace/iteration_1/rank0_trace_compacted.json.gz");
-  tree.file("runA/profile_trace/iteration_1/pp_traces_merged_compacted.json.gz");
-  tree.file("runA/profile_trace/iteration_1/notes.json");
-  tree.file("deep/x/y/z/rank3_trace.json");
-  tree.file("only_outputs/rank0_trace_compacted.json");
-
-  Discovery found = discover(tree.root);
-  ASSERT_EQ(found.iterations.size(), 2u);
-  EXPECT_EQ(found.iterations[0].rel, "deep/x/y/z");
-  EXPECT_EQ(found.iterations[0].run, "deep/x");
-  EXPECT_EQ(found.iterations[0].iteration, "z");
-  const IterationDir& it = found.iterations[1];
-  EXPECT_EQ(it.rel, "runA/profile_trace/iteration_1");
-  EXPECT_EQ(it.run, "runA");
-  EXPECT_EQ(it.iteration, "iteration_1");
-  ASSERT_EQ(it.ranks.size(), 2u);
-  EXPECT_EQ(it.ranks[0].path.filename().string(), "rank0_trace.json.gz");
-  EXPECT_EQ(it.ranks[1].rank, 1);
-  EXPECT_TRUE(found.problems.empty());
-}
-
-TEST(SweepDiscovery, ReportsASymlinkLoopAndGoesOn) {
-  TempTree tree;
-  tree.file("run/profile_trace/iteration_2/rank0_trace.json");
-  fs::create_directory_symlink("..", tree.root / "run/profile_trace/back");
-  Discovery found = discover(tree.root);
-  ASSERT_EQ(found.iterations.size(), 1u);
-  ASSERT_EQ(found.problems.size(), 1u);
-  EXPECT_EQ(found.problems[0].rel, "run/profile_trace/back");
-  EXPECT_NE(found.problems[0].reason.find("symlink loop"), std::string::npos);
-  EXPECT_FALSE(found.problems[0].failure);
-}
-
-TEST(SweepDiscovery, AFileNamedLikeARankWhoseNumberDoesNotFitIsAWarningNotSilence) {
-  TempTree tree;
-  tree.file("it/rank0_trace.json");
-  tree.file("it/rank99999999999999999999_trace.json");
-  Discovery found = discover(tree.root);
-  ASSERT_EQ(found.iterations.size(), 1u);
-  EXPECT_EQ(found.iterations[0].ranks.size(), 1u);
-  ASSERT_EQ(found.problems.size(), 1u);
-  EXPECT_EQ(found.problems[0].rel, "it/rank99999999999999999999_trace.json");
-  EXPECT_NE(found.problems[0].reason.find("rank number too large"), std::string::npos);
-  EXPECT_FALSE(found.problems[0].failure);
-}
-
-TEST(SweepDiscovery, ADanglingRankSymlinkIsAWarningNotSilence) {
-  TempTree tree;
-  tree.file("it/rank0_trace.json");
-  fs::create_symlink("nowhere/rank1_trace.json", tree.root / "it/rank1_trace.json");
-  Discovery found = discover(tree.root);
-  ASSERT_EQ(found.iterations.size(), 1u);
-  EXPECT_EQ(found.iterations[0].ranks.size(), 1u);
-  ASSERT_EQ(found.problems.size(), 1u);
-  EXPECT_EQ(found.problems[0].rel, "it/rank1_trace.json");
-  EXPECT_NE(found.problems[0].reason.find("dangling symlink"), std::string::npos);
-}
-
-TEST(SweepDiscovery, ARankSymlinkOwnedByAnotherUserIsNotFollowed) {
-  if (::geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to give a link to another user";
-  TempTree tree;
-  tree.file("private/secret.json", "{\"traceEvents\": []}");
-  tree.file("it/rank0_trace.json");
-  fs::create_symlink(tree.root / "private/secret.json", tree.root / "it/rank1_trace.json");
-  ASSERT_EQ(::lchown((tree.root / "it/rank1_trace.json").c_str(), 65534, 65534), 0);
-  fs::create_symlink(tree.root / "it/rank0_trace.json", tree.root / "it/rank2_trace.json");  // ours: followed
-  Discovery found = discover(tree.root);
-  ASSERT_EQ(found.iterations.size(), 1u);
-  ASSERT_EQ(found.iterations[0].ranks.size(), 2u);
-  EXPECT_EQ(found.iterations[0].ranks[1].rank, 2);
-  EXPECT_TRUE(found.iterations[0].ranks[1].through_link);
-  EXPECT_FALSE(found.iterations[0].ranks[0].through_link);
-  ASSERT_EQ(found.problems.size(), 1u);
-  EXPECT_EQ(found.problems[0].rel, "it/rank1_trace.json");
-  EXPECT_NE(found.problems[0].reason.find("owned by another user"), std::string::npos);
-}
-
-TEST(SweepDiscovery, ReportsAnUnreadableDirectoryAsAFailure) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root reads every directory";
-  TempTree tree;
-  tree.file("locked/iteration_1/rank0_trace.json");
-  fs::permissions(tree.root / "locked", fs::no_perms);
-  Discovery found = discover(tree.root);
-  fs::permissions(tree.root / "locked", fs::owner_all);
-  ASSERT_EQ(found.problems.size(), 1u);
-  EXPECT_TRUE(found.problems[0].failure);
-}
-
-TEST(SweepDiscovery, RunIsTheComponentBeforeProfileTraceElseTheGrandparent) {
-  EXPECT_EQ(run_of("llama/profile_trace/iteration_10", "outputs"), "llama");
-  EXPECT_EQ(run_of("profile_trace/iteration_10", "llama"), "llama");
-  EXPECT_EQ(run_of("a/b/c/iteration_3", "root"), "a/b");
-  EXPECT_EQ(run_of("b/iteration_3", "root"), ".");
-  EXPECT_EQ(run_of(".", "root"), ".");
-}
-
-TEST(SweepDiscovery, InputNamesExcludeOurOutputs) {
-  long long rank = -1;
-  EXPECT_TRUE(is_sweep_input_name("rank12_trace.json.gz", &rank));
-  EXPECT_EQ(rank, 12);
-  EXPECT_FALSE(is_sweep_input_name("rank12_trace_compacted.json.gz"));
-  EXPECT_FALSE(is_sweep_input_name("pp_traces_merged_compacted.json.gz"));
-  EXPECT_FALSE(is_sweep_input_name("rank_trace.json"));
-}
-
-TEST(SweepShard, ParsesKOfNAndRejectsTheRest) {
-  auto shard = parse_shard("1/3");
-  ASSERT_TRUE(shard);
-  EXPECT_EQ(shard->index, 1);
-  EXPECT_EQ(shard->count, 3);
-  EXPECT_FALSE(parse_shard("3/3"));
-  EXPECT_FALSE(parse_shard("0/0"));
-  EXPECT_FALSE(parse_shard("-1/2"));
-  EXPECT_FALSE(parse_shard("1"));
-  EXPECT_FALSE(parse_shard("a/2"));
-}
-
-TEST(SweepShard, EveryPositionBelongsToExactlyOneShard) {
-  for (int count = 1; count <= 5; ++count)
-    for (size_t position = 0; position < 20; ++position) {
-      int owners = 0;
-      for (int index = 0; index < count; ++index) owners += shard_takes({index, count}, position);
-      EXPECT_EQ(owners, 1);
-    }
-}
-
-TEST(SweepMemory, ParsesSizesWithBinarySuffixes) {
-  EXPECT_EQ(parse_byte_size("512M"), 512ull << 20);
-  EXPECT_EQ(parse_byte_size("4G"), 4ull << 30);
-  EXPECT_EQ(parse_byte_size("4GiB"), 4ull << 30);
-  EXPECT_EQ(parse_byte_size("4gb"), 4ull << 30);
-  EXPECT_EQ(parse_byte_size("1.5K"), 1536u);
-  EXPECT_EQ(parse_byte_size("1000"), 1000u);
-  EXPECT_FALSE(parse_byte_size("0"));
-  EXPECT_FALSE(parse_byte_size("G"));
-  EXPECT_FALSE(parse_byte_size("4X"));
-  EXPECT_FALSE(parse_byte_size(""));
-}
-
-TEST(SweepMemory, GzipSizeEstimateReadsTheTrailer) {
-  TempTree tree;
-  // A gzip header, filler, then CRC32 and ISIZE = 1000000 (little-endian).
-  std::string bytes = "\x1f\x8b\x08";
-  bytes += std::string(20, 'x');
-  bytes += std::string("\0\0\0\0\x40\x42\x0f\x00", 8);
-  tree.file("a.gz", bytes);
-  EXPECT_EQ(estimate_uncompressed_bytes(tree.root / "a.gz", bytes.size()), 1000000u);
-  tree.file("b.json", "{\"traceEvents\": []}");
-  EXPECT_EQ(estimate_uncompressed_bytes(tree.root / "b.json", 19), 19u);
-}
-
-TEST(SweepAdmission, StartsJobsInOrderWhileTheyFit) {
-  Admission admission(100);
-  for (size_t id = 0; id < 4; ++id) admission.enqueue({id, SIZE_MAX, 40, 0});
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0, 1}));
-  admission.finish_job(0);
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{2}));
-  EXPECT_EQ(admission.in_flight(), 80u);
-}
-
-TEST(SweepAdmission, AJobLargerThanTheBudgetRunsAlone) {
-  Admission admission(100);
-  admission.enqueue({0, SIZE_MAX, 10, 0});
-  admission.enqueue({1, SIZE_MAX, 500, 0});
-  admission.enqueue({2, SIZE_MAX, 10, 0});
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0}));
-  admission.finish_job(0);
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{1}));
-  EXPECT_TRUE(admission.admit().empty());
-  admission.finish_job(1);
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{2}));
-}
-
-TEST(SweepAdmission, AMergeGroupLargerThanTheBudgetProgressesOneJobAtATime) {
-  Admission admission(100);
-  for (size_t id = 0; id < 3; ++id) admission.enqueue({id, 7, 30, 200});
-  admission.enqueue({3, SIZE_MAX, 10, 0});
-  std::vector<size_t> started;
-  for (int step = 0; step < 3; ++step) {
-    auto now = admission.admit();
-    ASSERT_EQ(now.size(), 1u);
-    started.push_back(now[0]);
-    admission.finish_job(now[0]);
-  }
-  EXPECT_EQ(started, (std::vector<size_t>{0, 1, 2}));
-  EXPECT_TRUE(admission.admit().empty());  // the merge holds the reserve
-  admission.finish_group(7);
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{3}));
-  admission.finish_job(3);
-  EXPECT_TRUE(admission.idle());
-  EXPECT_EQ(admission.in_flight(), 0u);
-}
 
 TEST(ReportCsv, QuotesFieldsAsRfc4180Says) {
   EXPECT_EQ(csv_field("plain"), "plain");

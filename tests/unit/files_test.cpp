@@ -1,6 +1,7 @@
-// What a sweep does in a tree that others can write (issue 9): the lock file, the identity
-// of what it read, reads held to the memory admitted, discovery beyond PATH_MAX, shard
-// bounds.
+// The file-system side of the command line (src/cli/files.hpp) in a tree that others can
+// write: a read is of one file whose identity it records, held to what was admitted and
+// never through a link swapped in; an output appears whole or not at all, never through a
+// link planted under its name, and records the inputs it was made from.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,14 +9,13 @@
 
 #include <atomic>
 #include <boost/filesystem.hpp>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "cli/files.hpp"
-#include "cli/sweep/sweep.hpp"
-#include "cli/tree_lock.hpp"
+#include "cli/report/report.hpp"
+#include "cli/sweep/discovery.hpp"
 #include "tracelane/gzip.hpp"
 
 namespace fs = boost::filesystem;
@@ -24,12 +24,11 @@ using namespace tracelane::cli;
 namespace {
 
 struct Scratch {
-  fs::path root = fs::temp_directory_path() / fs::unique_path("tracelane-safety-%%%%-%%%%");
+  fs::path root = fs::temp_directory_path() / fs::unique_path("tracelane-files-%%%%-%%%%");
   Scratch() { fs::create_directories(root); }
   ~Scratch() {
-    // GNU rm walks with openat, so trees deeper than PATH_MAX go too.
-    std::string command = "rm -rf '" + root.string() + "'";
-    if (std::system(command.c_str()) != 0) ADD_FAILURE() << "could not remove " << root;
+    boost::system::error_code ec;
+    fs::remove_all(root, ec);
   }
   fs::path file(const std::string& name, const std::string& text) const {
     std::ofstream(root / name, std::ios::binary) << text;
@@ -37,79 +36,19 @@ struct Scratch {
   }
 };
 
-std::string contents(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace
 
-TEST(TreeLock, CreatesItsOwnLockFileAndWritesItsPid) {
-  Scratch tree;
-  TreeLock lock;
-  std::string message;
-  ASSERT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::locked) << message;
-  EXPECT_TRUE(lock.wrote_pid());
-  EXPECT_EQ(std::atol(contents(tree.root / ".tracelane.lock").c_str()), long(::getpid()));
-}
-
-TEST(TreeLock, ASecondWholeTreeSweepIsBusyAndShardsShareTheLock) {
-  Scratch tree;
-  std::string message;
-  {
-    TreeLock first, second;
-    ASSERT_EQ(first.take(tree.root, false, message), TreeLock::Outcome::locked);
-    EXPECT_EQ(second.take(tree.root, false, message), TreeLock::Outcome::busy);
-    EXPECT_NE(message.find("pid " + std::to_string(::getpid())), std::string::npos) << message;
-  }  // released: the kernel drops an flock with its descriptor
-  TreeLock shard_a, shard_b;
-  EXPECT_EQ(shard_a.take(tree.root, true, message), TreeLock::Outcome::locked) << message;
-  EXPECT_EQ(shard_b.take(tree.root, true, message), TreeLock::Outcome::locked) << message;
-}
-
-TEST(TreeLock, RefusesASymlinkAndLeavesItsTargetUntouched) {
-  Scratch tree;
-  fs::path victim = tree.file("victim.txt", "precious data\n");
-  fs::create_symlink(victim, tree.root / ".tracelane.lock");
-  TreeLock lock;
-  std::string message;
-  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::refused);
-  EXPECT_NE(message.find("symbolic link"), std::string::npos) << message;
-  EXPECT_EQ(contents(victim), "precious data\n");
-}
-
-TEST(TreeLock, NeverWritesIntoAHardLinkToAnotherFile) {
-  Scratch tree;
-  fs::path victim = tree.file("victim.txt", "precious\n");
-  ASSERT_EQ(::link(victim.c_str(), (tree.root / ".tracelane.lock").c_str()), 0);
-  TreeLock lock;
-  std::string message;
-  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::locked) << message;
-  EXPECT_FALSE(lock.wrote_pid());
-  EXPECT_EQ(contents(victim), "precious\n");
-}
-
-TEST(TreeLock, NeverWritesIntoALargerFileLeftUnderItsName) {
-  Scratch tree;
-  std::string text(1000, 'x');
-  tree.file(".tracelane.lock", text);
-  TreeLock lock;
-  std::string message;
-  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::locked) << message;
-  EXPECT_FALSE(lock.wrote_pid());
-  EXPECT_EQ(contents(tree.root / ".tracelane.lock"), text);
-}
-
-TEST(TreeLock, RefusesAFifoOrADirectoryWithoutBlocking) {
-  Scratch tree;
-  ASSERT_EQ(::mkfifo((tree.root / ".tracelane.lock").c_str(), 0644), 0);
-  TreeLock lock;
-  std::string message;
-  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::refused);
-  fs::remove(tree.root / ".tracelane.lock");
-  fs::create_directory(tree.root / ".tracelane.lock");
-  TreeLock again;
-  EXPECT_EQ(again.take(tree.root, false, message), TreeLock::Outcome::refused);
+TEST(ReadFile, ReadsAFileOnceIntoABufferOfItsSizeAndPadding) {
+  // The buffer is the file's size plus simdjson's 64 bytes of padding: not regrown (copied
+  // and zero-filled, twice the memory) on reaching the end.
+  fs::path path = fs::temp_directory_path() / fs::unique_path("tracelane-read-%%%%-%%%%.json");
+  std::string text(3 << 20, 'x');
+  std::ofstream(path.string()) << text;
+  std::string bytes = read_file(path);
+  fs::remove(path);
+  EXPECT_EQ(bytes, text);
+  EXPECT_GE(bytes.capacity(), text.size() + 64);
+  EXPECT_LT(bytes.capacity(), text.size() + text.size() / 2);
 }
 
 TEST(ReadIdentity, IsTheIdentityOfTheFileReadNotOfTheNameAfterwards) {
@@ -284,77 +223,6 @@ TEST(ReadLimit, ARegularOnlyReadRefusesAFifoWithoutBlocking) {
   ReadOptions read;
   read.regular_only = true;
   EXPECT_THROW(read_trace_bytes(path, nullptr, read), tracelane::Error);
-}
-
-TEST(SweepAdmission, ARequeuedJobWaitsAtTheHeadOfTheQueueUntilItsLargerCostFits) {
-  Admission admission(100);
-  admission.enqueue({0, SIZE_MAX, 40, 0});
-  admission.enqueue({1, SIZE_MAX, 40, 0});
-  admission.enqueue({2, SIZE_MAX, 20, 0});
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0, 1, 2}));
-  admission.requeue(0, 90, 0);  // job 0 found it needs 90
-  EXPECT_EQ(admission.in_flight(), 60u);
-  EXPECT_TRUE(admission.admit().empty());
-  admission.finish_job(1);
-  EXPECT_TRUE(admission.admit().empty());  // 20 + 90 > 100: still waits
-  admission.finish_job(2);
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0}));
-  EXPECT_EQ(admission.in_flight(), 90u);
-  admission.finish_job(0);
-  EXPECT_TRUE(admission.idle());
-}
-
-TEST(SweepAdmission, ARequeueGrowsItsGroupsReserveBeforeTheJobStartsAgain) {
-  Admission admission(100);
-  admission.enqueue({0, 7, 10, 30});
-  admission.enqueue({1, 7, 10, 30});
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0, 1}));
-  EXPECT_EQ(admission.in_flight(), 50u);
-  admission.requeue(1, 20, 60);  // its file is larger: the group will retain more
-  EXPECT_EQ(admission.in_flight(), 40u);
-  EXPECT_EQ(admission.admit(), (std::vector<size_t>{1}));
-  EXPECT_EQ(admission.in_flight(), 90u);  // 10 + 20 + the reserve of 60
-  admission.finish_job(0);
-  admission.finish_job(1);
-  admission.finish_group(7);
-  EXPECT_EQ(admission.in_flight(), 0u);
-  EXPECT_TRUE(admission.idle());
-}
-
-TEST(SweepShard, RefusesMoreShardsThanAnyJobArrayHas) {
-  EXPECT_TRUE(parse_shard("99999/100000"));
-  EXPECT_FALSE(parse_shard("0/100001"));
-  EXPECT_FALSE(parse_shard("0/100000000"));
-}
-
-TEST(SweepDiscovery, FindsAnIterationDirectoryWhosePathIsLongerThanPathMax) {
-  Scratch tree;
-  // 250 levels of 30-byte names: about 7,750 bytes, beyond PATH_MAX (4096).
-  int fd = ::open(tree.root.c_str(), O_RDONLY | O_DIRECTORY);
-  ASSERT_GE(fd, 0);
-  std::string name(30, 'd');
-  std::string rel;
-  for (int level = 0; level < 250; ++level) {
-    ASSERT_EQ(::mkdirat(fd, name.c_str(), 0755), 0);
-    int child = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
-    ::close(fd);
-    ASSERT_GE(child, 0);
-    fd = child;
-    rel += (rel.empty() ? "" : "/") + name;
-  }
-  int file = ::openat(fd, "rank0_trace.json", O_WRONLY | O_CREAT | O_EXCL, 0644);
-  ASSERT_GE(file, 0);
-  ASSERT_EQ(::write(file, "{}", 2), 2);
-  ::close(file);
-  ::close(fd);
-  ASSERT_GT(rel.size(), 4096u);
-
-  Discovery found = discover(tree.root);
-  ASSERT_EQ(found.iterations.size(), 1u);
-  EXPECT_EQ(found.iterations[0].rel, rel);
-  ASSERT_EQ(found.iterations[0].ranks.size(), 1u);
-  EXPECT_EQ(found.iterations[0].ranks[0].bytes_on_disk, 2u);
-  EXPECT_TRUE(found.problems.empty());
 }
 
 TEST(ReadLimit, ASingleMemberBeyondWhatWasAdmittedGetsItsExactSizeFromTheTrailer) {
