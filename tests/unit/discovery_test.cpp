@@ -185,3 +185,64 @@ TEST(SweepDiscovery, FindsAnIterationDirectoryWhosePathIsLongerThanPathMax) {
   EXPECT_EQ(found.iterations[0].ranks[0].bytes_on_disk, 2u);
   EXPECT_TRUE(found.problems.empty());
 }
+
+TEST(SweepDiscovery, ARankSymlinkOfOursIsFollowedAndSaysSo) {
+  TempTree tree;
+  tree.file("store/kept.json", "{\"traceEvents\": []}");
+  tree.file("it/rank0_trace.json");
+  fs::create_symlink(tree.root / "store/kept.json", tree.root / "it/rank1_trace.json");
+  Discovery found = discover(tree.root);
+  ASSERT_EQ(found.iterations.size(), 1u);
+  const IterationDir& it = found.iterations[0];
+  ASSERT_EQ(it.ranks.size(), 2u);
+  EXPECT_FALSE(it.ranks[0].through_link);
+  EXPECT_TRUE(it.ranks[1].through_link);
+  EXPECT_EQ(it.ranks[1].bytes_on_disk, 19u);  // the target's size, not the link's
+  EXPECT_TRUE(found.problems.empty());
+}
+
+TEST(SweepDiscovery, AFifoUnderARankNameIsAWarningAndDoesNotBlock) {
+  TempTree tree;
+  tree.file("it/rank0_trace.json");
+  ASSERT_EQ(::mkfifo((tree.root / "it/rank1_trace.json").c_str(), 0644), 0);
+  Discovery found = discover(tree.root);
+  ASSERT_EQ(found.iterations.size(), 1u);
+  EXPECT_EQ(found.iterations[0].ranks.size(), 1u);
+  ASSERT_EQ(found.problems.size(), 1u);
+  EXPECT_EQ(found.problems[0].rel, "it/rank1_trace.json");
+  EXPECT_FALSE(found.problems[0].failure);
+}
+
+TEST(SweepDiscovery, ADirectoryReachedTwiceIsWalkedOnce) {
+  TempTree tree;
+  tree.file("run/it/rank0_trace.json");
+  fs::create_directory_symlink(tree.root / "run", tree.root / "alias");
+  Discovery found = discover(tree.root);
+  EXPECT_EQ(found.iterations.size(), 1u);
+  ASSERT_EQ(found.problems.size(), 1u);
+  EXPECT_FALSE(found.problems[0].failure);
+}
+
+TEST(SweepDiscovery, ListsADirectorysNamesSortedWithoutDotAndDotDot) {
+  TempTree tree;
+  for (const char* name : {"b", "a", "B", "rank1_trace.json"}) tree.file(name);
+  int fd = ::open(tree.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::vector<std::string> names;
+  EXPECT_EQ(list_directory(fd, names), 0);
+  ::close(fd);
+  EXPECT_EQ(names, (std::vector<std::string>{"B", "a", "b", "rank1_trace.json"}));
+}
+
+TEST(SweepMemory, AGzipTrailerSizeIsLiftedByWholeMultiplesOfFourGiBToAtLeastTheFileSize) {
+  TempTree tree;
+  // A sparse file of 5 GiB: a gzip header, nothing, then CRC32 and ISIZE = 10.
+  const uint64_t size = (uint64_t(5) << 30) + 18;
+  fs::path path = tree.root / "big.gz";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, "\x1f\x8b\x08", 3, 0), 3);
+  ASSERT_EQ(::pwrite(fd, "\0\0\0\0\x0a\0\0\0", 8, off_t(size - 8)), 8);
+  ::close(fd);
+  EXPECT_EQ(estimate_uncompressed_bytes(path, size), (uint64_t(2) << 32) + 10);
+}

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/filesystem.hpp>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "cli/files.hpp"
 #include "cli/report/report.hpp"
 #include "cli/sweep/discovery.hpp"
+#include "cli/tree_lock.hpp"
 #include "tracelane/gzip.hpp"
 
 namespace fs = boost::filesystem;
@@ -35,6 +37,11 @@ struct Scratch {
     return root / name;
   }
 };
+
+std::string contents(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 }  // namespace
 
@@ -238,4 +245,123 @@ TEST(ReadLimit, ASingleMemberBeyondWhatWasAdmittedGetsItsExactSizeFromTheTrailer
   } catch (const tracelane::LargerThanAdmitted& e) {
     EXPECT_EQ(e.estimate, big.size());
   }
+}
+
+// --- opening and creating without following a planted link --------------------------------
+
+TEST(NoFollow, AReadThatMustNotFollowRefusesASymlinkSwappedInForTheFile) {
+  Scratch tree;
+  fs::path secret = tree.file("secret.json", "{\"private\": true}");
+  fs::create_symlink(secret, tree.root / "rank0_trace.json");
+  ReadOptions no_follow;
+  no_follow.no_follow = true;
+  EXPECT_THROW(read_file(tree.root / "rank0_trace.json", nullptr, no_follow), FileError);
+  EXPECT_THROW(read_trace_bytes(tree.root / "rank0_trace.json", nullptr, no_follow), FileError);
+  // The same name read as the user named it follows the link.
+  EXPECT_EQ(read_file(tree.root / "rank0_trace.json"), "{\"private\": true}");
+}
+
+TEST(NoFollow, AnOutputNameHoldingASymlinkIsNeverWrittenThrough) {
+  Scratch tree;
+  fs::path victim = tree.file("victim.txt", "precious\n");
+  fs::path output = tree.root / "rank0_trace_compacted.json";
+  fs::create_symlink(victim, output);
+  // Without --overwrite the name exists: refused, and the link's target is left alone.
+  EXPECT_THROW(write_atomically(output, "{}", false), OutputExists);
+  EXPECT_EQ(contents(victim), "precious\n");
+  EXPECT_TRUE(fs::is_symlink(output));
+  // With it, the link itself is replaced by the output; its target is still left alone.
+  write_atomically(output, "{}", true);
+  EXPECT_EQ(contents(victim), "precious\n");
+  EXPECT_FALSE(fs::is_symlink(output));
+  EXPECT_EQ(contents(output), "{}");
+}
+
+TEST(NoFollow, TheRecordOfASymlinkIsNotItsTargets) {
+  Scratch tree;
+  fs::path output = tree.root / "rank0_trace_compacted.json";
+  write_atomically(output, "{}", false, "{\"kind\": \"file\"}");
+  ASSERT_EQ(read_record(output), std::optional<std::string>("{\"kind\": \"file\"}"));
+  fs::create_symlink(output, tree.root / "link_compacted.json");
+  EXPECT_FALSE(read_record(tree.root / "link_compacted.json").has_value());
+}
+
+// --- writing atomically --------------------------------------------------------------------
+
+// The directory's lock file (tree_lock.hpp) stays: it is what the next writer locks.
+TEST(WriteAtomically, LeavesTheOutputAndNoTemporaryBehind) {
+  Scratch tree;
+  write_atomically(tree.root / "out.json", "{\"a\": 1}", false);
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(tree.root), end; it != end; ++it) names.push_back(it->path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{kDirectoryLockName, "out.json"}));
+  EXPECT_EQ(contents(tree.root / "out.json"), "{\"a\": 1}");
+}
+
+TEST(WriteAtomically, AnOutputAbandonedBeforeItsCommitLeavesNothing) {
+  Scratch tree;
+  fs::path temporary;
+  {
+    AtomicOutput output(tree.root / "out.json", {});
+    output.write("{\"half\": ");
+    temporary = output.temporary();
+    EXPECT_TRUE(fs::exists(temporary));
+    EXPECT_EQ(temporary.parent_path(), tree.root);  // beside the output: the rename stays on one file system
+  }
+  EXPECT_FALSE(fs::exists(temporary));
+  EXPECT_FALSE(fs::exists(tree.root / "out.json"));
+}
+
+// --- what an output records of its inputs ----------------------------------------------------
+
+TEST(InputsRecord, IsOneLineANameDeviceInodeSizeAndMtimeHeadedByTheRecipe) {
+  FileIdentity identity;
+  identity.device = 5;
+  identity.inode = 42;
+  identity.size = 1000;
+  identity.mtime_s = 1700000000;
+  identity.mtime_ns = 123456789;
+  std::vector<NamedIdentity> inputs = {{"rank0_trace.json", identity}};
+  EXPECT_NE(format_inputs(inputs, 5).find("rank0_trace.json\t=\t42\t1000\t1700000000.123456789"), std::string::npos);
+  EXPECT_NE(format_inputs(inputs, 6).find("rank0_trace.json\t5\t42\t1000\t1700000000.123456789"), std::string::npos);
+  inputs.push_back({"rank1_trace.json", identity});
+  const std::string two = format_inputs(inputs, 5);
+  EXPECT_LT(two.find("rank0_trace.json\t"), two.find('\n'));
+  EXPECT_GT(two.find("rank1_trace.json\t"), two.find('\n'));
+
+  const std::string recipe = output_recipe("built-in", true, true);
+  EXPECT_EQ(inputs_record(inputs, 5, recipe).rfind(recipe, 0), 0u);
+}
+
+TEST(InputsRecord, TheRecipeNamesTheRulesAndEveryOptionThatChangesTheBytes) {
+  const std::string usual = output_recipe("rules A", true, true);
+  EXPECT_EQ(output_recipe("rules A", true, true), usual);
+  EXPECT_NE(output_recipe("rules B", true, true), usual);
+  EXPECT_NE(output_recipe("rules A", false, true), usual);
+  EXPECT_NE(output_recipe("rules A", true, false), usual);
+}
+
+// --- names ------------------------------------------------------------------------------
+
+TEST(OutputNames, ACompactedCopyIsNamedAfterItsInputBesideIt) {
+  EXPECT_EQ(default_compact_output("/data/it/rank3_trace.json.gz"), fs::path("/data/it/rank3_trace_compacted.json.gz"));
+  EXPECT_EQ(default_compact_output("/data/it/rank3_trace.json"), fs::path("/data/it/rank3_trace_compacted.json"));
+  EXPECT_TRUE(is_our_output_name("rank3_trace_compacted.json.gz"));
+  EXPECT_TRUE(is_our_output_name(kMergedName));
+  EXPECT_FALSE(is_our_output_name("rank3_trace.json.gz"));
+}
+
+TEST(OutputNames, RankFilesOfADirectoryComeInRankOrderAndOurOutputsAreNotAmongThem) {
+  Scratch tree;
+  for (const char* name : {"rank10_trace.json", "rank2_trace.json.gz", "rank2_trace_compacted.json.gz", "notes.json"})
+    tree.file(name, "{}");
+  std::vector<fs::path> found = find_rank_files(tree.root);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].filename().string(), "rank2_trace.json.gz");
+  EXPECT_EQ(found[1].filename().string(), "rank10_trace.json");
+  // Given one of the files, the same list; with fewer than two rank files, an error.
+  EXPECT_EQ(find_rank_files(found[1]), found);
+  fs::remove(found[1]);
+  EXPECT_THROW(find_rank_files(tree.root), tracelane::Error);
 }

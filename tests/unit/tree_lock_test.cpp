@@ -104,3 +104,29 @@ TEST(TreeLock, RefusesAFifoOrADirectoryWithoutBlocking) {
   TreeLock again;
   EXPECT_EQ(again.take(tree.root, false, message), TreeLock::Outcome::refused);
 }
+
+TEST(TreeLock, RefusesADanglingSymlinkAndCreatesNothingWhereItPoints) {
+  Scratch tree;
+  fs::create_symlink(tree.root / "planted", tree.root / ".tracelane.lock");
+  TreeLock lock;
+  std::string message;
+  EXPECT_EQ(lock.take(tree.root, false, message), TreeLock::Outcome::refused);
+  EXPECT_NE(message.find("symbolic link"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(tree.root / "planted"));
+}
+
+TEST(DirectoryLock, CreatesItsOwnLockFileAndRefusesASymlinkInItsPlace) {
+  Scratch tree;
+  std::string message;
+  {
+    DirectoryLock lock;
+    EXPECT_EQ(lock.take(tree.root, message), TreeLock::Outcome::locked) << message;
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(tree.root / kDirectoryLockName)));
+  }
+  Scratch other;
+  fs::path victim = other.file("victim.txt", "precious\n");
+  fs::create_symlink(victim, other.root / kDirectoryLockName);
+  DirectoryLock lock;
+  EXPECT_EQ(lock.take(other.root, message), TreeLock::Outcome::refused);
+  EXPECT_EQ(contents(victim), "precious\n");
+}
