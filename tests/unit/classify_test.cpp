@@ -80,3 +80,33 @@ TEST(DefaultGroups, AreInSpecOrderWithSpecLabels) {
     EXPECT_EQ(groups[i].label, expected[i].second);
   }
 }
+
+// Rule 1 of SPEC 3 (with 9.3): the cat decides before any name.
+INSTANTIATE_TEST_SUITE_P(CudaSyncIsTheSyncGroup, ClassifySlice,
+                         ::testing::Values(ClassifyCase{"cuda_sync", "Stream Sync", "sync"},
+                                           ClassifyCase{"cuda_sync", "ncclAllReduce wait", "sync"}));
+
+// Rule 2 asks for "nccl" anywhere in the name, in any case; rule 3 comes after it.
+INSTANTIATE_TEST_SUITE_P(
+    NcclAnywhereInTheNameComesBeforeEveryLaterRule, ClassifySlice,
+    ::testing::Values(ClassifyCase{"kernel", "void my_NCCL_allreduce_wrapper<float>", "nccl_all_reduce"},
+                      ClassifyCase{"kernel", "ncclSymmetricKernel symmetric_memory barrier", "nccl_other"},
+                      // The collective's word without "nccl" is not NCCL.
+                      ClassifyCase{"kernel", "cutlass_ReduceScatter_fused", "compute"},
+                      ClassifyCase{"kernel", "AllGatherMatmul", "compute"}));
+
+TEST(MeasuredCat, IsTheCatsOfSpec2AndTheLegacyOnesOfSpec94) {
+  for (const char* cat : {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+    EXPECT_TRUE(is_measured_cat(cat)) << cat;
+  // cuda_sync slices get lanes but are not measured (SPEC 9.3); the rest stay where they are.
+  for (const char* cat : {"cuda_sync", "cpu_op", "gpu_user_annotation", "cuda_runtime", "ac2g", ""})
+    EXPECT_FALSE(is_measured_cat(cat)) << cat;
+}
+
+TEST(DefaultGroups, AGroupsIndexIsItsPlaceInTheDisplayOrder) {
+  EXPECT_EQ(group_index("compute"), 0);
+  EXPECT_EQ(group_index("nccl_all_gather"), 2);
+  EXPECT_EQ(group_index("sync"), 8);
+  EXPECT_EQ(group_index("flash_attention"), -1);
+  EXPECT_EQ(classify_slice("gpu_memset", "Memset (Device)"), group_index("memset"));
+}

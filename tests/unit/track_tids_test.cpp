@@ -41,3 +41,22 @@ TEST(TrackTids, FallbacksSkipEveryTidTheTraceUsesAboveTheAlignedRange) {
   EXPECT_EQ(tids.tid({0, 0, 1, 10}), 2000000004);
   EXPECT_EQ(tids.unaligned(), 2u);
 }
+
+TEST(TrackTids, WithoutATraceEveryKeyThatFitsGetsItsAlignedTid) {
+  TrackTids tids;
+  EXPECT_EQ(tids.tid({1, 2, 3, kAnnotationTrack}), 1010200031);
+  EXPECT_EQ(tids.tid({0, 8, 0, kLaneTrack}), 1000800000);
+  EXPECT_EQ(tids.unaligned(), 0u);
+  // A lane number past four digits has no aligned tid: it gets the first one past the range.
+  EXPECT_EQ(tids.tid({0, 0, 10000, kLaneTrack}), TrackTids::kEnd);
+  EXPECT_EQ(tids.tid({0, 0, 10001, kLaneTrack}), TrackTids::kEnd + 1);
+  EXPECT_EQ(tids.unaligned(), 2u);
+}
+
+TEST(TrackTids, TidsBelowTheAlignedRangeNeverCollide) {
+  Trace trace =
+      parse_trace(trace_json({R"({"ph": "i", "name": "x", "pid": 1, "tid": 999999999, "ts": 1, "s": "t"})"}), "t.json");
+  TrackTids tids(trace.events);
+  EXPECT_EQ(tids.tid({0, 0, 0, kLaneTrack}), TrackTids::kFirst);
+  EXPECT_EQ(tids.unaligned(), 0u);
+}
