@@ -101,3 +101,64 @@ TEST(SweepAdmission, ARequeueGrowsItsGroupsReserveBeforeTheJobStartsAgain) {
   EXPECT_EQ(admission.in_flight(), 0u);
   EXPECT_TRUE(admission.idle());
 }
+
+TEST(SweepMemory, ReadsTheSizesItsHeaderGivesAsExamples) {
+  EXPECT_EQ(parse_byte_size("1.5GiB"), uint64_t(1536) << 20);
+  EXPECT_EQ(parse_byte_size("1073741824"), uint64_t(1) << 30);
+  EXPECT_EQ(parse_byte_size("2T"), uint64_t(2) << 40);
+  EXPECT_EQ(parse_byte_size("3k"), uint64_t(3) << 10);
+  EXPECT_FALSE(parse_byte_size("1.5.5G"));
+  EXPECT_FALSE(parse_byte_size("-4G"));
+}
+
+TEST(SweepMemory, TheDefaultBudgetIsHalfTheMemoryThisJobMayUse) {
+  const uint64_t limit = memory_limit();
+  EXPECT_GT(limit, 0u);
+  if (limit >= (uint64_t(128) << 20)) {
+    EXPECT_EQ(default_memory_budget(), limit / 2);
+  }
+}
+
+TEST(SweepMemory, ThreadsAreAtLeastOneAndAtMostTheCoresThisProcessMayUse) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof cpus, &cpus), 0);
+  const int cores = CPU_COUNT(&cpus);
+  EXPECT_EQ(arena_threads(0), 1);
+  EXPECT_EQ(arena_threads(-3), 1);
+  EXPECT_EQ(arena_threads(1), 1);
+  EXPECT_GE(arena_threads(1 << 20), 1);
+  EXPECT_LE(arena_threads(1 << 20), cores);
+}
+
+TEST(SweepMemory, SlurmsCpusPerTaskSetsTheDefaultJobs) {
+  const char* saved = std::getenv("SLURM_CPUS_PER_TASK");
+  const std::string before = saved ? saved : "";
+  ::setenv("SLURM_CPUS_PER_TASK", "3", 1);
+  EXPECT_EQ(default_jobs(), 3);
+  ::unsetenv("SLURM_CPUS_PER_TASK");
+  const int unset = default_jobs();
+  EXPECT_GE(unset, 1);
+  ::setenv("SLURM_CPUS_PER_TASK", "none", 1);  // not a number: as if unset
+  EXPECT_EQ(default_jobs(), unset);
+  if (saved)
+    ::setenv("SLURM_CPUS_PER_TASK", before.c_str(), 1);
+  else
+    ::unsetenv("SLURM_CPUS_PER_TASK");
+}
+
+TEST(SweepAdmission, AGroupHoldsItsReserveFromItsFirstJobUntilItsMergeIsDone) {
+  Admission admission(100);
+  admission.enqueue({0, 5, 10, 50});
+  admission.enqueue({1, 5, 10, 50});
+  EXPECT_EQ(admission.admit(), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(admission.in_flight(), 70u);  // two jobs and the group's one reserve
+  EXPECT_EQ(admission.running(), 2u);
+  admission.finish_job(0);
+  admission.finish_job(1);
+  EXPECT_EQ(admission.in_flight(), 50u);  // the merge still needs the reserve
+  EXPECT_FALSE(admission.idle());
+  admission.finish_group(5);
+  EXPECT_EQ(admission.in_flight(), 0u);
+  EXPECT_TRUE(admission.idle());
+}
