@@ -95,7 +95,7 @@ JsonValue already_laned_summary(const fs::path& input, const std::string& reason
   // Compacting twice would only reshuffle lanes the exporter chose: nothing is written.
   JsonValue summary = JsonValue::object();
   summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::null());
-  summary.set("status", JsonValue::string("already laned"));
+  summary.set("status", JsonValue::string(status_name(RowStatus::already_laned)));
   summary.set("reason", JsonValue::string(reason));
   return summary;
 }
@@ -110,7 +110,7 @@ void print_summary(const JsonValue& summary, const std::string& already_laned_li
 }
 
 void mark_already_laned(Row& row, const std::string& reason) {
-  row.set("status", std::string("already laned")).set("error", reason);
+  row.set_status(RowStatus::already_laned).set(ColumnId::error, reason);
 }
 
 GpuFigures figures_step(const CompactedTrace& compacted, const JobOptions& job, std::optional<int64_t> rank,
@@ -151,16 +151,16 @@ uint64_t write_output_step(const fs::path& output, const TraceText& text, bool o
 }
 
 void fill_compact_row(Row& row, const CompactSummary& summary) {
-  row.set("measured_slices", int64_t(summary.measured_slices))
-      .set("original_streams", int64_t(summary.original_streams))
-      .set("compacted_lanes", int64_t(summary.compacted_lanes))
-      .set("gpu_flow_endpoints_mapped", int64_t(summary.gpu_flow_endpoints_mapped))
-      .set("gpu_flow_endpoints_unmapped", int64_t(summary.gpu_flow_endpoints_unmapped))
-      .set("gpu_annotations_mapped", int64_t(summary.gpu_annotations_mapped))
-      .set("gpu_annotations_coalesced", int64_t(summary.gpu_annotations_coalesced))
-      .set("cuda_graph_launches", int64_t(summary.cuda_graph_launches));
+  row.set(ColumnId::measured_slices, int64_t(summary.measured_slices))
+      .set(ColumnId::original_streams, int64_t(summary.original_streams))
+      .set(ColumnId::compacted_lanes, int64_t(summary.compacted_lanes))
+      .set(ColumnId::gpu_flow_endpoints_mapped, int64_t(summary.gpu_flow_endpoints_mapped))
+      .set(ColumnId::gpu_flow_endpoints_unmapped, int64_t(summary.gpu_flow_endpoints_unmapped))
+      .set(ColumnId::gpu_annotations_mapped, int64_t(summary.gpu_annotations_mapped))
+      .set(ColumnId::gpu_annotations_coalesced, int64_t(summary.gpu_annotations_coalesced))
+      .set(ColumnId::cuda_graph_launches, int64_t(summary.cuda_graph_launches));
   if (summary.compacted_lanes > 0)
-    row.set("compaction_ratio", double(summary.original_streams) / double(summary.compacted_lanes));
+    row.set(ColumnId::compaction_ratio, double(summary.original_streams) / double(summary.compacted_lanes));
 }
 
 void fill_merge_row(Row& row, const MergeSummary& summary) {
@@ -169,9 +169,15 @@ void fill_merge_row(Row& row, const MergeSummary& summary) {
   std::string pp_order;
   for (const auto& [pp_rank, global_rank] : order)
     pp_order += (pp_order.empty() ? "" : " ") + std::to_string(global_rank);
-  row.set("pp_order", pp_order).set("pp_order_source", summary.pp_order_source);
-  row.set("time_alignment", summary.time_alignment);
-  for (const auto& [key, value] : pp_count_fields(summary.pp, true)) row.set(key, int64_t(value));
+  row.set(ColumnId::pp_order, pp_order).set(ColumnId::pp_order_source, summary.pp_order_source);
+  row.set(ColumnId::time_alignment, summary.time_alignment);
+  const PpCounts& pp = summary.pp;  // the columns are the summary's keys (pp_count_fields)
+  row.set(ColumnId::pp_send_recv_pairs, int64_t(pp.send_recv_pairs))
+      .set(ColumnId::pp_send_recv_unmatched, int64_t(pp.send_recv_unmatched))
+      .set(ColumnId::pp_compute_dependency_pairs, int64_t(pp.compute_dependency_pairs))
+      .set(ColumnId::pp_compute_dependency_unmatched, int64_t(pp.compute_dependency_unmatched))
+      .set(ColumnId::pp_unshard_compute_pairs, int64_t(pp.unshard_compute_pairs))
+      .set(ColumnId::pp_unshard_compute_unmatched, int64_t(pp.unshard_compute_unmatched));
 }
 
 JsonValue compact_summary_json(const fs::path& input, const fs::path& output, const CompactSummary& summary,

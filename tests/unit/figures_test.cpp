@@ -153,8 +153,9 @@ using cli::RowKind;
 
 Row ok_row(RowKind kind, const GpuFigures& figures) {
   Row row(kind);
-  row.set("dir", std::string("run/it")).set("status", std::string("ok"));
-  if (kind == RowKind::file) row.set("file", std::string("rank0_trace.json")).set("rank", int64_t(0));
+  row.set(cli::ColumnId::dir, std::string("run/it")).set_status(cli::RowStatus::ok);
+  if (kind == RowKind::file)
+    row.set(cli::ColumnId::file, std::string("rank0_trace.json")).set(cli::ColumnId::rank, int64_t(0));
   row.figures = figures;
   return row;
 }
@@ -195,7 +196,7 @@ TEST(ReportFigures, CombineKeepsTheFiguresAndTakesPartialReportsWithout) {
   with.shard = {0, 2};
   Row old_row = ok_row(RowKind::file, file);
   old_row.figures.reset();
-  old_row.set("dir", std::string("run/other"));
+  old_row.set(cli::ColumnId::dir, std::string("run/other"));
   Report without = report_of({old_row});
   without.shard = {1, 2};
   const cli::IterationPlan plan = cli::whole_plan({"run/it", "run/other"});

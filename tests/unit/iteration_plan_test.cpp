@@ -79,13 +79,13 @@ TEST(IterationPlan, AShardTakesThePositionsSweepShardTakes) {
   for (int count : {1, 2, 3, 5, 11, 12}) {
     size_t total = 0;
     for (int index = 0; index < count; ++index) {
-      IterationPlan shard = shard_plan(whole, std::pair{index, count});
+      IterationPlan shard = shard_plan(whole, Shard{index, count});
       EXPECT_EQ(shard.digest, whole.digest);
       EXPECT_EQ(shard.count, whole.count);
       EXPECT_EQ(int64_t(shard.iterations.size()), shard_share(whole.count, {index, count})) << index << "/" << count;
       for (const std::string& name : shard.iterations)
         EXPECT_TRUE(shard_takes({index, count}, size_t(name[0] - 'a'))) << name << " in " << index << "/" << count;
-      EXPECT_EQ(plan_problem(shard, std::pair{index, count}), std::nullopt);
+      EXPECT_EQ(plan_problem(shard, Shard{index, count}), std::nullopt);
       total += shard.iterations.size();
     }
     EXPECT_EQ(total, names.size());

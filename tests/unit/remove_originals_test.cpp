@@ -102,18 +102,19 @@ struct SecondWriter {
 }  // namespace
 
 TEST(RemoveOriginals, AnIterationIsDoneOnlyWhenEveryRankAndItsMergeAreOkOrSkipped) {
-  EXPECT_FALSE(iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "skipped"}}, std::string("ok")));
-  EXPECT_FALSE(iteration_not_done({{"rank0_trace.json", "ok"}}, std::nullopt));
-  auto failed_rank =
-      iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "failed"}}, std::string("failed"));
+  EXPECT_FALSE(iteration_not_done({{"rank0_trace.json", RowStatus::ok}, {"rank1_trace.json", RowStatus::skipped}},
+                                  MergeStatus{RowStatus::ok}));
+  EXPECT_FALSE(iteration_not_done({{"rank0_trace.json", RowStatus::ok}}, std::nullopt));
+  auto failed_rank = iteration_not_done({{"rank0_trace.json", RowStatus::ok}, {"rank1_trace.json", RowStatus::failed}},
+                                        MergeStatus{RowStatus::failed});
   ASSERT_TRUE(failed_rank);
   EXPECT_NE(failed_rank->find("rank1_trace.json is failed"), std::string::npos) << *failed_rank;
-  auto failed_merge =
-      iteration_not_done({{"rank0_trace.json", "ok"}, {"rank1_trace.json", "ok"}}, std::string("failed"));
+  auto failed_merge = iteration_not_done({{"rank0_trace.json", RowStatus::ok}, {"rank1_trace.json", RowStatus::ok}},
+                                         MergeStatus{RowStatus::failed});
   ASSERT_TRUE(failed_merge);
   EXPECT_NE(failed_merge->find("merge is failed"), std::string::npos) << *failed_merge;
-  EXPECT_TRUE(iteration_not_done({{"rank0_trace.json", "already laned"}}, std::nullopt));
-  EXPECT_TRUE(iteration_not_done({{"rank0_trace.json", ""}}, std::nullopt));
+  EXPECT_TRUE(iteration_not_done({{"rank0_trace.json", RowStatus::already_laned}}, std::nullopt));
+  EXPECT_TRUE(iteration_not_done({{"rank0_trace.json", std::nullopt}}, std::nullopt));
 }
 
 TEST(RemoveOriginals, AnEntryIsTheOriginalOnlyAsARegularFileWithOneLinkOursAndUnchanged) {
@@ -180,9 +181,9 @@ TEST(RemoveOriginals, ACopyOfAnotherOriginalIsNotFaithfulAndKeepsItsWholeIterati
   EXPECT_TRUE(fs::exists(scratch.root / "it/rank1_trace.json"));
   // The report says so, and a report with such a cell is a failure.
   Row row(RowKind::file);
-  row.set("status", std::string("ok")).set("original", original_cell(verdicts[1]));
+  row.set_status(RowStatus::ok).set(ColumnId::original, original_cell(verdicts[1]));
   EXPECT_TRUE(has_failures({row}));
-  row.set("original", original_cell(verdicts[0]));
+  row.set(ColumnId::original, original_cell(verdicts[0]));
   EXPECT_FALSE(has_failures({row}));
 }
 
@@ -249,11 +250,13 @@ TEST(RemoveOriginalsReport, TheOriginalColumnIsOptionalWhenReadAndChecked) {
   Report report;
   report.root = "/r";
   Row row(RowKind::file);
-  row.set("dir", std::string(".")).set("file", std::string("rank0_trace.json")).set("status", std::string("ok"));
-  row.set("original", std::string("removed"));
+  row.set(ColumnId::dir, std::string("."))
+      .set(ColumnId::file, std::string("rank0_trace.json"))
+      .set_status(RowStatus::ok);
+  row.set(ColumnId::original, std::string("removed"));
   report.rows.push_back(row);
   std::string json = report_json(report);
-  EXPECT_EQ(std::get<std::string>(parse_report_json(json, "r.json").rows.at(0).get("original")), "removed");
+  EXPECT_EQ(std::get<std::string>(parse_report_json(json, "r.json").rows.at(0).get(ColumnId::original)), "removed");
   EXPECT_NE(report_csv(report).find(",original"), std::string::npos);
   // A report written before the column: read as empty.
   std::string without = json;
@@ -261,7 +264,8 @@ TEST(RemoveOriginalsReport, TheOriginalColumnIsOptionalWhenReadAndChecked) {
   ASSERT_NE(at, std::string::npos) << json;
   size_t comma = without.rfind(',', at);
   without.erase(comma, at + std::string("\"original\": \"removed\"").size() - comma);
-  EXPECT_TRUE(std::holds_alternative<std::monostate>(parse_report_json(without, "r.json").rows.at(0).get("original")));
+  EXPECT_TRUE(
+      std::holds_alternative<std::monostate>(parse_report_json(without, "r.json").rows.at(0).get(ColumnId::original)));
   std::string bad = json;
   bad.replace(bad.find("\"removed\""), 9, "\"gone\"");
   EXPECT_THROW(parse_report_json(bad, "r.json"), tracelane::Error);

@@ -14,12 +14,14 @@ namespace {
 
 Row file_row(const std::string& dir, const std::string& output = "rank0_trace_compacted.json") {
   Row row(RowKind::file);
-  row.set("dir", dir)
-      .set("file", std::string("rank0_trace.json"))
-      .set("rank", int64_t(0))
-      .set("run", std::string("run"));
-  row.set("iteration", std::string("it")).set("input_bytes", int64_t(100)).set("output", output);
-  row.set("status", std::string("ok")).set("seconds", 0.25).set("compaction_ratio", 10.9091);
+  row.set(ColumnId::dir, dir)
+      .set(ColumnId::file, std::string("rank0_trace.json"))
+      .set(ColumnId::rank, int64_t(0))
+      .set(ColumnId::run, std::string("run"));
+  row.set(ColumnId::iteration, std::string("it"))
+      .set(ColumnId::input_bytes, int64_t(100))
+      .set(ColumnId::output, output);
+  row.set_status(RowStatus::ok).set(ColumnId::seconds, 0.25).set(ColumnId::compaction_ratio, 10.9091);
   return row;
 }
 
@@ -117,7 +119,7 @@ TEST(ReportHtml, ACorruptReportIsAnErrorNamingTheFileAndField) {
 // the same rows: the page's data is the same, totals under the column names now.
 TEST(ReportHtml, APreviousReleasesReportDrawsTheSamePage) {
   Row row = file_row("r/it");
-  row.set("gpu_flow_endpoints_mapped", int64_t(72)).set("gpu_annotations_coalesced", int64_t(5));
+  row.set(ColumnId::gpu_flow_endpoints_mapped, int64_t(72)).set(ColumnId::gpu_annotations_coalesced, int64_t(5));
   Report report;
   report.root = "/data/tree";
   report.rows = {row};
@@ -156,7 +158,7 @@ TEST(ReportHtml, TheMergesTimelineReplacesItsFilesTimelinesInTheData) {
   Report report;
   report.root = "/data/tree";
   Row merge(RowKind::merge);
-  merge.set("dir", std::string("r/it")).set("ranks", int64_t(2)).set("status", std::string("ok"));
+  merge.set(ColumnId::dir, std::string("r/it")).set(ColumnId::ranks, int64_t(2)).set_status(RowStatus::ok);
   report.rows = {file_row("r/it"), merge};
   std::string json = report_json(report);
   std::string timeline =

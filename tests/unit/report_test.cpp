@@ -20,9 +20,14 @@ namespace {
 
 Row named_file_row(const std::string& dir, const std::string& file, const std::string& status = "ok") {
   Row row(RowKind::file);
-  row.set("dir", dir).set("file", file).set("rank", int64_t(0)).set("run", std::string("run"));
-  row.set("iteration", std::string("it")).set("input_bytes", int64_t(100)).set("output", file + ".out");
-  row.set("status", status).set("seconds", 0.25).set("compaction_ratio", 2.5);
+  row.set(ColumnId::dir, dir)
+      .set(ColumnId::file, file)
+      .set(ColumnId::rank, int64_t(0))
+      .set(ColumnId::run, std::string("run"));
+  row.set(ColumnId::iteration, std::string("it"))
+      .set(ColumnId::input_bytes, int64_t(100))
+      .set(ColumnId::output, file + ".out");
+  row.set(ColumnId::status, status).set(ColumnId::seconds, 0.25).set(ColumnId::compaction_ratio, 2.5);
   return row;
 }
 
@@ -32,7 +37,7 @@ Report partial(int index, int count, std::vector<Row> rows, std::vector<std::str
   report.root = "/data/outputs";
   report.shard = {index, count};
   report.plan = shard_plan(whole_plan(std::move(iterations)), report.shard);
-  report.runs.push_back({std::pair{index, count}, 1.5, 2, 1 << 20});
+  report.runs.push_back({Shard{index, count}, 1.5, 2, 1 << 20});
   report.rows = std::move(rows);
   sort_rows(report.rows);
   return report;
@@ -41,7 +46,7 @@ Report partial(int index, int count, std::vector<Row> rows, std::vector<std::str
 // Shard index/count's report of plan `iterations`, one file row for each iteration it takes.
 Report partial_with_rows(int index, int count, std::vector<std::string> iterations, const std::string& source) {
   std::vector<Row> rows;
-  for (const std::string& dir : shard_plan(whole_plan(iterations), std::pair{index, count}).iterations)
+  for (const std::string& dir : shard_plan(whole_plan(iterations), Shard{index, count}).iterations)
     rows.push_back(named_file_row(dir, "rank0_trace.json"));
   Report report = partial(index, count, std::move(rows), std::move(iterations));
   report.source = source;
@@ -51,9 +56,9 @@ Report partial_with_rows(int index, int count, std::vector<std::string> iteratio
 // A valid partial report's JSON, one file row and one merge row, to be corrupted by the tests.
 std::string valid_json() {
   Row merge(RowKind::merge);
-  merge.set("dir", std::string("r/it")).set("ranks", int64_t(2)).set("status", std::string("ok"));
+  merge.set(ColumnId::dir, std::string("r/it")).set(ColumnId::ranks, int64_t(2)).set_status(RowStatus::ok);
   Row file = named_file_row("r/it", "rank0_trace.json");
-  file.set("gpu_flow_endpoints_mapped", int64_t(72)).set("gpu_annotations_mapped", int64_t(3));
+  file.set(ColumnId::gpu_flow_endpoints_mapped, int64_t(72)).set(ColumnId::gpu_annotations_mapped, int64_t(3));
   return report_json(partial(0, 2, {file, merge}, {"r/it", "r/next"}));
 }
 
@@ -96,7 +101,7 @@ TEST(ReportNames, EveryTextCellIsValidUtf8AndReadsBackToTheRawBytes) {
   const std::string dir = "run\xff/it\x1b[31m\\x41/\xc3";
   const std::string file = "rank0_trace.json\x7f";
   Report report = partial(0, 1, {named_file_row(dir, file, "failed")}, {dir});
-  report.rows[0].set("error", dir + "/" + file + ": bad \xfe");
+  report.rows[0].set(ColumnId::error, dir + "/" + file + ": bad \xfe");
   report.root = "/root\xff\\";
   std::string json = report_json(report), csv = report_csv(report);
   EXPECT_TRUE(valid_utf8(json)) << json;
@@ -106,8 +111,8 @@ TEST(ReportNames, EveryTextCellIsValidUtf8AndReadsBackToTheRawBytes) {
   EXPECT_NE(json.find(R"("dir": "run\\xff/it\\x1b[31m\\\\x41/\\xc3")"), std::string::npos) << json;
 
   Report back = parse_report_json(json, "test");
-  EXPECT_EQ(std::get<std::string>(back.rows[0].get("dir")), dir);
-  EXPECT_EQ(std::get<std::string>(back.rows[0].get("file")), file);
+  EXPECT_EQ(std::get<std::string>(back.rows[0].get(ColumnId::dir)), dir);
+  EXPECT_EQ(std::get<std::string>(back.rows[0].get(ColumnId::file)), file);
   EXPECT_EQ(back.root, report.root);
   EXPECT_EQ(report_json(back), json);
   EXPECT_EQ(report_csv(combine_reports({back}).report), csv);
@@ -128,7 +133,7 @@ TEST(ReportCsv, PrefixesTextCellsThatASpreadsheetWouldRunAsFormulas) {
   Report report;
   for (const char* dir : {"=HYPERLINK(\"http://x\")", "+1", "-1", "@SUM(A1)", "'quoted", "a=b"})
     report.rows.push_back(named_file_row(dir, "rank0_trace.json"));
-  report.rows.back().set("input_bytes", int64_t(0));
+  report.rows.back().set(ColumnId::input_bytes, int64_t(0));
   std::string csv = report_csv(report);
   EXPECT_NE(csv.find("\r\nfile,\"'=HYPERLINK(\"\"http://x\"\")\",rank0_trace.json,"), std::string::npos) << csv;
   for (const char* cell :
@@ -273,9 +278,9 @@ TEST(ReportReader, RefusesAnUnshardedPlanWhoseDigestIsNotItsList) {
 
 TEST(ReportReader, RefusesRowsWhoseSumIsBeyondInt64) {
   Row big = named_file_row("r/a", "rank0_trace.json");
-  big.set("input_bytes", INT64_MAX);
+  big.set(ColumnId::input_bytes, INT64_MAX);
   Row other = named_file_row("r/b", "rank0_trace.json");
-  other.set("input_bytes", INT64_MAX);
+  other.set(ColumnId::input_bytes, INT64_MAX);
   Report report = partial(0, 1, {big, other}, {"r/a", "r/b"});
   std::string json = report_json(report);  // never a wrapped sum: null, and the reader refuses it
   EXPECT_NE(json.find("\"input_bytes\": null"), std::string::npos);
@@ -343,10 +348,10 @@ TEST(ReportSchema2, APreviousReleasesPartialReportReadsUnderTheColumnNamesNow) {
   Report old_shard = parse_report_json(schema2_report(0), "shard-0.json");
   ASSERT_EQ(old_shard.rows.size(), 1u);
   const Row& row = old_shard.rows[0];
-  EXPECT_EQ(std::get<int64_t>(row.get("gpu_flow_endpoints_mapped")), 72);
-  EXPECT_EQ(std::get<int64_t>(row.get("gpu_flow_endpoints_unmapped")), 0);
-  EXPECT_EQ(std::get<int64_t>(row.get("gpu_annotations_mapped")), 3);
-  EXPECT_EQ(std::get<int64_t>(row.get("gpu_annotations_coalesced")), 0);
+  EXPECT_EQ(std::get<int64_t>(row.get(ColumnId::gpu_flow_endpoints_mapped)), 72);
+  EXPECT_EQ(std::get<int64_t>(row.get(ColumnId::gpu_flow_endpoints_unmapped)), 0);
+  EXPECT_EQ(std::get<int64_t>(row.get(ColumnId::gpu_annotations_mapped)), 3);
+  EXPECT_EQ(std::get<int64_t>(row.get(ColumnId::gpu_annotations_coalesced)), 0);
   EXPECT_FALSE(old_shard.plan.has_value());
   std::string rewritten = report_json(old_shard);
   EXPECT_NE(rewritten.find("\"schema_version\": 4"), std::string::npos);
@@ -359,7 +364,8 @@ TEST(ReportSchema2, APreviousReleasesPartialReportReadsUnderTheColumnNamesNow) {
   // the previous release did.
   Report new_shard = parse_report_json(schema2_report(1), "x");
   std::vector<std::string> plan;
-  for (const Report& shard : {old_shard, new_shard}) plan.push_back(std::get<std::string>(shard.rows[0].get("dir")));
+  for (const Report& shard : {old_shard, new_shard})
+    plan.push_back(std::get<std::string>(shard.rows[0].get(ColumnId::dir)));
   std::sort(plan.begin(), plan.end());
   new_shard.plan = shard_plan(whole_plan(plan), new_shard.shard);
   new_shard = parse_report_json(report_json(new_shard), "shard-1.json");
@@ -418,7 +424,7 @@ TEST(ReportCombine, RowsGivenTwiceAreNamedAndTheSecondLeftOut) {
   Report shard0 = partial_with_rows(0, 2, plan, "s0.json");
   shard0.rows.push_back(shard0.rows[0]);
   Row merge(RowKind::merge);
-  merge.set("dir", std::string("a")).set("status", std::string("ok"));
+  merge.set(ColumnId::dir, std::string("a")).set_status(RowStatus::ok);
   shard0.rows.push_back(merge);
   shard0.rows.push_back(merge);
   Combined combined = combine_reports({shard0, partial_with_rows(1, 2, plan, "s1.json")});
@@ -428,7 +434,7 @@ TEST(ReportCombine, RowsGivenTwiceAreNamedAndTheSecondLeftOut) {
       "rows given twice (the second left out): a/rank0_trace.json (s0.json, s0.json) a (merge) (s0.json, s0.json)");
   size_t rows_of_a = 0;
   for (const Row& row : combined.report.rows)
-    rows_of_a += row.kind != RowKind::problem && row.get("dir") == Cell(std::string("a"));
+    rows_of_a += row.kind != RowKind::problem && row.get(ColumnId::dir) == Cell(std::string("a"));
   EXPECT_EQ(rows_of_a, 2u);
   EXPECT_TRUE(has_failures(combined.report.rows));
 
@@ -455,7 +461,7 @@ TEST(ReportCombine, AnIterationOfThePlanWithNoRowIsNamedMissing) {
   EXPECT_FALSE(combined.report.plan.has_value());
   // A problem row of the iteration (sweep --plan: its directory is gone) is its row.
   Row gone(RowKind::problem);
-  gone.set("dir", std::string("b")).set("status", std::string("failed")).set("error", std::string("gone"));
+  gone.set(ColumnId::dir, std::string("b")).set_status(RowStatus::failed).set(ColumnId::error, std::string("gone"));
   shard1.rows.push_back(gone);
   combined = combine_reports({partial_with_rows(0, 2, plan, "s0.json"), shard1});
   EXPECT_TRUE(combined.problems.empty()) << combined.problems[0];

@@ -17,8 +17,10 @@ namespace {
 
 Row file_row(const std::string& dir, int64_t rank, const std::string& status) {
   Row row(RowKind::file);
-  row.set("dir", dir).set("file", "rank" + std::to_string(rank) + "_trace.json").set("rank", rank);
-  row.set("status", status).set("input_bytes", int64_t(100 + rank)).set("seconds", 0.25);
+  row.set(ColumnId::dir, dir)
+      .set(ColumnId::file, "rank" + std::to_string(rank) + "_trace.json")
+      .set(ColumnId::rank, rank);
+  row.set(ColumnId::status, status).set(ColumnId::input_bytes, int64_t(100 + rank)).set(ColumnId::seconds, 0.25);
   return row;
 }
 
@@ -35,7 +37,7 @@ TEST(ReportCsv, QuotesFieldsAsRfc4180Says) {
 TEST(ReportCsv, HasOneHeaderRowAndATotalsRow) {
   Report report;
   report.rows.push_back(file_row("r/it", 0, "ok"));
-  report.rows.back().set("error", std::string("x, \"y\""));
+  report.rows.back().set(ColumnId::error, std::string("x, \"y\""));
   std::string csv = report_csv(report);
   size_t lines = 0;
   for (size_t at = csv.find("\r\n"); at != std::string::npos; at = csv.find("\r\n", at + 2)) lines++;
@@ -49,11 +51,14 @@ TEST(ReportJson, ReadsBackWhatItWrote) {
   Report report;
   report.root = "/data/outputs";
   report.shard = {1, 3};
-  report.runs.push_back({std::pair{1, 3}, 2.5, 4, 1 << 30});
+  report.runs.push_back({Shard{1, 3}, 2.5, 4, 1 << 30});
   report.rows.push_back(file_row("r/it", 0, "ok"));
-  report.rows.back().set("compaction_ratio", 2.5).set("pp_rank", int64_t(0));
+  report.rows.back().set(ColumnId::compaction_ratio, 2.5).set(ColumnId::pp_rank, int64_t(0));
   Row merge(RowKind::merge);
-  merge.set("dir", "r/it").set("ranks", int64_t(2)).set("pp_order", "1 0").set("status", "failed");
+  merge.set(ColumnId::dir, "r/it")
+      .set(ColumnId::ranks, int64_t(2))
+      .set(ColumnId::pp_order, "1 0")
+      .set(ColumnId::status, "failed");
   report.rows.push_back(merge);
   std::string json = report_json(report);
   Report back = parse_report_json(json, "test");
@@ -66,28 +71,33 @@ TEST(ReportJson, ReadsBackWhatItWrote) {
 // The record stored with an output fills the row of a later sweep that skips that output.
 TEST(ReportRecord, FillsASkippedRowWithTheNumbersOfTheRunThatWroteTheOutput) {
   Row written = file_row("r/it", 3, "ok");
-  written.set("events", int64_t(1234)).set("compaction_ratio", 12.5).set("output_bytes", int64_t(777));
+  written.set(ColumnId::events, int64_t(1234))
+      .set(ColumnId::compaction_ratio, 12.5)
+      .set(ColumnId::output_bytes, int64_t(777));
   std::string record = row_record(written);
   EXPECT_EQ(record.find("seconds"), std::string::npos) << record;  // timing columns are not kept
 
   Row skipped(RowKind::file);
-  skipped.set("dir", "r/it").set("rank", int64_t(3)).set("status", "skipped").set("output_bytes", int64_t(777));
+  skipped.set(ColumnId::dir, "r/it")
+      .set(ColumnId::rank, int64_t(3))
+      .set(ColumnId::status, "skipped")
+      .set(ColumnId::output_bytes, int64_t(777));
   ASSERT_TRUE(fill_from_record(skipped, record, 777));
-  EXPECT_EQ(std::get<int64_t>(skipped.get("events")), 1234);
-  EXPECT_EQ(std::get<double>(skipped.get("compaction_ratio")), 12.5);
-  EXPECT_EQ(std::get<std::string>(skipped.get("status")), "skipped");  // never from the record
-  EXPECT_TRUE(std::holds_alternative<std::monostate>(skipped.get("seconds")));
+  EXPECT_EQ(std::get<int64_t>(skipped.get(ColumnId::events)), 1234);
+  EXPECT_EQ(std::get<double>(skipped.get(ColumnId::compaction_ratio)), 12.5);
+  EXPECT_EQ(std::get<std::string>(skipped.get(ColumnId::status)), "skipped");  // never from the record
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(skipped.get(ColumnId::seconds)));
 
   // An output whose size is not the recorded one was replaced since: its record is not used.
   Row other(RowKind::file);
-  other.set("status", "skipped");
+  other.set(ColumnId::status, "skipped");
   EXPECT_FALSE(fill_from_record(other, record, 778));
-  EXPECT_TRUE(std::holds_alternative<std::monostate>(other.get("events")));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(other.get(ColumnId::events)));
   // Nor is a record of another kind of row, or a text that is not a record.
   Row merge(RowKind::merge);
   EXPECT_FALSE(fill_from_record(merge, record, 777));
   EXPECT_FALSE(fill_from_record(other, "{\"kind\": \"file\", \"output_bytes\": 777, \"events\": \"many\"}", 777));
-  EXPECT_TRUE(std::holds_alternative<std::monostate>(other.get("events")));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(other.get(ColumnId::events)));
   EXPECT_FALSE(fill_from_record(other, "not json", 777));
 }
 
@@ -103,13 +113,13 @@ TEST(ReportRecord, ARecordThePreviousReleaseStoredFillsTheRenamedColumns) {
       R"("flows_mapped": 72, "flows_unmapped": 1, "annotations_mapped": 3, "annotations_coalesced": 2, )"
       R"("cuda_graph_launches": 3, "output": "rank0_trace_compacted.json", "status": "ok"})";
   Row skipped(RowKind::file);
-  skipped.set("dir", "run/profile_trace/it0").set("rank", int64_t(0)).set("status", "skipped");
+  skipped.set(ColumnId::dir, "run/profile_trace/it0").set(ColumnId::rank, int64_t(0)).set(ColumnId::status, "skipped");
   ASSERT_TRUE(fill_from_record(skipped, record, 42562));
-  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_flow_endpoints_mapped")), 72);
-  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_flow_endpoints_unmapped")), 1);
-  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_annotations_mapped")), 3);
-  EXPECT_EQ(std::get<int64_t>(skipped.get("gpu_annotations_coalesced")), 2);
-  EXPECT_EQ(std::get<int64_t>(skipped.get("events")), 251);
+  EXPECT_EQ(std::get<int64_t>(skipped.get(ColumnId::gpu_flow_endpoints_mapped)), 72);
+  EXPECT_EQ(std::get<int64_t>(skipped.get(ColumnId::gpu_flow_endpoints_unmapped)), 1);
+  EXPECT_EQ(std::get<int64_t>(skipped.get(ColumnId::gpu_annotations_mapped)), 3);
+  EXPECT_EQ(std::get<int64_t>(skipped.get(ColumnId::gpu_annotations_coalesced)), 2);
+  EXPECT_EQ(std::get<int64_t>(skipped.get(ColumnId::events)), 251);
   // And the record this release stores names them as the summary does.
   std::string now = row_record(skipped);
   EXPECT_NE(now.find("\"gpu_flow_endpoints_mapped\": 72"), std::string::npos) << now;
@@ -119,7 +129,10 @@ TEST(ReportRecord, ARecordThePreviousReleaseStoredFillsTheRenamedColumns) {
 // A merge row's figures as a sweep computes them: 8 ranks x 9 groups x 100 bins.
 static Row merge_row_with_figures() {
   Row row(RowKind::merge);
-  row.set("dir", "r/it").set("ranks", int64_t(8)).set("status", "ok").set("output_bytes", int64_t(777));
+  row.set(ColumnId::dir, "r/it")
+      .set(ColumnId::ranks, int64_t(8))
+      .set(ColumnId::status, "ok")
+      .set(ColumnId::output_bytes, int64_t(777));
   GpuFigures figures;
   figures.merged = true;
   figures.window_us = 123456.789;
@@ -167,9 +180,9 @@ TEST(FiguresRecord, GivesASkippedRowTheFiguresOfTheRunThatWroteTheOutput) {
 
   Row skipped = written;
   skipped.figures.reset();
-  skipped.set("status", "skipped");
+  skipped.set(ColumnId::status, "skipped");
   ASSERT_TRUE(fill_figures_from_record(skipped, record));
-  skipped.set("status", "ok");
+  skipped.set(ColumnId::status, "ok");
   EXPECT_EQ(figures_json(skipped), figures_json(written));
 
   Row file = file_row("r/it", 0, "skipped");
@@ -215,10 +228,10 @@ TEST(FiguresRecord, GivesASkippedRowTheFiguresOfTheRunThatWroteTheOutput) {
   // A report holds figures on skipped rows (read back from their outputs), never on failed ones.
   Report report;
   report.rows = {skipped};
-  report.rows[0].set("status", "skipped");
+  report.rows[0].set(ColumnId::status, "skipped");
   std::string json = report_json(report);
   EXPECT_EQ(report_json(parse_report_json(json, "test")), json);
-  report.rows[0].set("status", "failed");
+  report.rows[0].set(ColumnId::status, "failed");
   EXPECT_THROW(parse_report_json(report_json(report), "test"), tracelane::Error);
 
   // A row without figures stores none.

@@ -41,20 +41,19 @@ IterationPlan whole_plan(std::vector<std::string> iterations) {
   return plan;
 }
 
-int64_t shard_share(int64_t count, const std::pair<int, int>& shard) {
-  auto [index, shards] = shard;
-  return count > index ? (count - index + shards - 1) / shards : 0;
+int64_t shard_share(int64_t count, const Shard& shard) {
+  return count > shard.index ? (count - shard.index + shard.count - 1) / shard.count : 0;
 }
 
-IterationPlan shard_plan(const IterationPlan& whole, const std::optional<std::pair<int, int>>& shard) {
+IterationPlan shard_plan(const IterationPlan& whole, const std::optional<Shard>& shard) {
   if (!shard) return whole;
   IterationPlan plan{whole.digest, whole.count, {}};
-  for (size_t position = size_t(shard->first); position < whole.iterations.size(); position += size_t(shard->second))
+  for (size_t position = size_t(shard->index); position < whole.iterations.size(); position += size_t(shard->count))
     plan.iterations.push_back(whole.iterations[position]);
   return plan;
 }
 
-std::optional<PlanProblem> plan_problem(const IterationPlan& plan, const std::optional<std::pair<int, int>>& shard) {
+std::optional<PlanProblem> plan_problem(const IterationPlan& plan, const std::optional<Shard>& shard) {
   if (plan.digest.size() != 64 || plan.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
     return PlanProblem{"digest", "expected 64 lower-case hex digits (SHA-256)"};
   if (plan.count < 0 || plan.count > kMaxPlanIterations)
@@ -71,9 +70,7 @@ std::optional<PlanProblem> plan_problem(const IterationPlan& plan, const std::op
   if (int64_t(plan.iterations.size()) != expected)
     return PlanProblem{"iterations", std::to_string(plan.iterations.size()) + " iterations, not the " +
                                          std::to_string(expected) +
-                                         (shard ? " positions of shard " + std::to_string(shard->first) + "/" +
-                                                      std::to_string(shard->second) + " in "
-                                                : " of ") +
+                                         (shard ? " positions of shard " + shard->label() + " in " : " of ") +
                                          "a plan of " + std::to_string(plan.count)};
   return std::nullopt;
 }

@@ -12,7 +12,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace tracelane::cli {
@@ -27,6 +26,16 @@ bool is_dir_under_root(std::string_view bytes);
 // of one rank is a terabyte of traces), small enough that a count read from a file cannot
 // overflow the arithmetic on it.
 inline constexpr int64_t kMaxPlanIterations = int64_t(1) << 40;
+
+// Shard K/N of a sweep (`sweep --shard K/N`): the positions p of the plan's list with
+// p % N == K. The one type for a shard, in options, plans, reports and runs.
+struct Shard {
+  int index = 0;  // K
+  int count = 1;  // N
+  // "K/N", as the command line and a run's record write it.
+  std::string label() const { return std::to_string(index) + "/" + std::to_string(count); }
+  bool operator==(const Shard&) const = default;
+};
 
 struct IterationPlan {
   std::string digest;  // plan_digest() of the whole list
@@ -45,10 +54,10 @@ std::string plan_digest(const std::vector<std::string>& iterations);
 IterationPlan whole_plan(std::vector<std::string> iterations);
 
 // How many of `count` positions shard K/N takes: those p < count with p % N == K.
-int64_t shard_share(int64_t count, const std::pair<int, int>& shard);
+int64_t shard_share(int64_t count, const Shard& shard);
 // The plan as shard K/N records it: the whole plan's digest and count, and the iterations
 // at the shard's positions; unsharded (nothing), the whole plan.
-IterationPlan shard_plan(const IterationPlan& whole, const std::optional<std::pair<int, int>>& shard);
+IterationPlan shard_plan(const IterationPlan& whole, const std::optional<Shard>& shard);
 
 // What is wrong with a plan as a report of shard `shard` (nothing: unsharded) or a plan
 // file holds it, or nothing: a digest of 64 lower-case hex digits, a count of at most
@@ -59,7 +68,7 @@ IterationPlan shard_plan(const IterationPlan& whole, const std::optional<std::pa
 struct PlanProblem {
   std::string where, what;
 };
-std::optional<PlanProblem> plan_problem(const IterationPlan& plan, const std::optional<std::pair<int, int>>& shard);
+std::optional<PlanProblem> plan_problem(const IterationPlan& plan, const std::optional<Shard>& shard);
 
 // The first 12 digits of a digest, for messages.
 std::string short_digest(const std::string& digest);

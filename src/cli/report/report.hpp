@@ -4,6 +4,7 @@
 // would have written. docs/report.md documents every column.
 #pragma once
 
+#include <array>
 #include <boost/filesystem.hpp>
 #include <cstdint>
 #include <optional>
@@ -67,12 +68,65 @@ std::string summarise_list(const std::vector<std::string>& first, int64_t total)
 enum class RowKind { file, merge, problem };
 const char* kind_name(RowKind kind);
 
+// What became of a row's file, merge or problem. Each status has one name, the one the
+// report writes (status_name(); the table is in report_columns.cpp), and is allowed on
+// some kinds of rows only: ok, skipped and already laned on file and merge rows, warning
+// on problem rows, failed on every kind.
+enum class RowStatus { ok, skipped, already_laned, failed, warning };
+const char* status_name(RowStatus status);
+// The status of that name; nothing for any other text.
+std::optional<RowStatus> status_named(std::string_view name);
+// Whether a row of `kind` may have `status`.
+bool status_allowed(RowKind kind, RowStatus status);
+
+// The report's columns, in their order: report_columns()[size_t(id)] is column `id`, and
+// the table there holds its name (the JSON key, the CSV header), type and kinds. Code
+// names a column by its id, so that a column that does not exist does not compile.
+enum class ColumnId : uint8_t {
+  kind,
+  dir,
+  file,
+  run,
+  iteration,
+  rank,
+  pp_rank,
+  ranks,
+  pp_order,
+  pp_order_source,
+  time_alignment,
+  input_bytes,
+  output_bytes,
+  events,
+  measured_slices,
+  original_streams,
+  compacted_lanes,
+  compaction_ratio,
+  gpu_flow_endpoints_mapped,
+  gpu_flow_endpoints_unmapped,
+  gpu_annotations_mapped,
+  gpu_annotations_coalesced,
+  cuda_graph_launches,
+  pp_send_recv_pairs,
+  pp_send_recv_unmatched,
+  pp_compute_dependency_pairs,
+  pp_compute_dependency_unmatched,
+  pp_unshard_compute_pairs,
+  pp_unshard_compute_unmatched,
+  output,
+  seconds,
+  status,
+  error,
+  original,
+};
+inline constexpr size_t kColumnCount = size_t(ColumnId::original) + 1;
+
 enum class ColumnType { text, integer, real };
 
 // One report column. `kinds` is a bit set of RowKind values that have it (1 << kind);
 // `summed`: totals add it up; `timing`: it differs between runs of the same inputs, so
 // comparisons of reports leave it out.
 struct Column {
+  ColumnId id;
   const char* name;
   ColumnType type;
   unsigned kinds;
@@ -80,16 +134,15 @@ struct Column {
   bool timing;
   int decimals = 0;  // reals: digits after the point
 };
-const std::vector<Column>& report_columns();
-// Index of a column by name; throws std::out_of_range for an unknown name.
-size_t column_index(std::string_view name);
+const std::array<Column, kColumnCount>& report_columns();
+inline const Column& column_of(ColumnId id) { return report_columns()[size_t(id)]; }
 
 // A cell: absent (null in JSON, empty in CSV), an integer, a real, or text.
 using Cell = std::variant<std::monostate, int64_t, double, std::string>;
 
 struct Row {
   RowKind kind = RowKind::file;
-  std::vector<Cell> cells = std::vector<Cell>(report_columns().size());
+  std::vector<Cell> cells = std::vector<Cell>(kColumnCount);
   // GPU busy figures and timeline data (docs/figures.md): only on file and merge rows with
   // status ok, or skipped when figures_record() kept them with the output. Written after the
   // columns (the CSV gets gpu_window_us and gpu_busy), never in row_record() (they are
@@ -98,8 +151,17 @@ struct Row {
 
   Row() = default;
   explicit Row(RowKind k) : kind(k) {}
-  Row& set(std::string_view column, Cell value);
-  const Cell& get(std::string_view column) const;
+  Row& set(ColumnId column, Cell value) {
+    cells[size_t(column)] = std::move(value);
+    return *this;
+  }
+  const Cell& get(ColumnId column) const { return cells[size_t(column)]; }
+  // A text cell's bytes; "" when the cell is absent or not text.
+  std::string text(ColumnId column) const;
+  // The status cell as a status: nothing while it is unset (or, in a report read for the
+  // page, text that is no status).
+  std::optional<RowStatus> status() const;
+  Row& set_status(RowStatus status) { return set(ColumnId::status, std::string(status_name(status))); }
 };
 
 // Sorted by iteration directory (byte order), then file rows by rank, the merge row, and
@@ -108,7 +170,7 @@ void sort_rows(std::vector<Row>& rows);
 
 // One `sweep` (or shard) run: environment and wall time; timing only, never compared.
 struct RunInfo {
-  std::optional<std::pair<int, int>> shard;  // (K, N)
+  std::optional<Shard> shard;
   double wall_seconds = 0;
   int jobs = 0;
   uint64_t memory_budget_bytes = 0;
@@ -117,7 +179,7 @@ struct RunInfo {
 struct Report {
   std::string source;  // the file it was read from (parse_report_json), for messages; never written
   std::string root;
-  std::optional<std::pair<int, int>> shard;  // a partial report of `sweep --shard K/N`
+  std::optional<Shard> shard;  // a partial report of `sweep --shard K/N`
   // The iteration plan the sweep worked from, with the iterations this report covers
   // (shard_plan()). None in a report of schema 2 or 3, and in a combined report that does
   // not account for its whole plan (a shard missing, left out or not agreeing).
@@ -185,7 +247,7 @@ std::string plan_file_json(const PlanFile& file);
 PlanFile parse_plan_file(std::string_view json, const std::string& source);
 
 // report file names: tracelane_report[.shard-K-of-N].json / .csv
-std::string report_base_name(const std::optional<std::pair<int, int>>& shard);
+std::string report_base_name(const std::optional<Shard>& shard);
 
 // Writes the JSON, the CSV and the page into `dir` as one set (write_set_atomically: a
 // failure leaves the previous set whole); returns the JSON path.

@@ -24,14 +24,10 @@ std::string format_real(double value, int decimals);
 // A cell as the JSON report writes it: text in printable()'s escaped form, reals with the
 // column's decimals, absent as null.
 JsonValue cell_json(const Cell& cell, const Column& column);
-// "K/N".
-std::string shard_label(const std::pair<int, int>& shard);
-// A row's status, "" when it has none.
-const char* status_of(const Row& row);
 
 struct Totals {
   std::map<std::string, int64_t> counts;  // "<kind>s", "<kind>s_<status>"
-  std::vector<Cell> sums = std::vector<Cell>(report_columns().size());
+  std::vector<Cell> sums = std::vector<Cell>(kColumnCount);
   // Columns whose sum does not fit (beyond int64, or an infinite real): their sum is
   // absent. Rows of a real tree never get near; rows read from reports are checked for it.
   std::set<std::string> overflowed;

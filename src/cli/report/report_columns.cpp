@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <stdexcept>
 #include <tuple>
 
 #include "printable.hpp"
@@ -22,43 +21,65 @@ constexpr auto T = ColumnType::text;
 constexpr auto I = ColumnType::integer;
 constexpr auto R = ColumnType::real;
 
-const std::vector<Column> kColumns = {
-    // name, type, kinds, summed, timing, decimals
-    {"kind", T, F | M | P, false, false},
-    {"dir", T, F | M | P, false, false},
-    {"file", T, F, false, false},
-    {"run", T, F | M, false, false},
-    {"iteration", T, F | M, false, false},
-    {"rank", I, F, false, false},
-    {"pp_rank", I, F, false, false},
-    {"ranks", I, M, false, false},
-    {"pp_order", T, M, false, false},
-    {"pp_order_source", T, M, false, false},
-    {"time_alignment", T, M, false, false},
-    {"input_bytes", I, F | M, true, false},
-    {"output_bytes", I, F | M, true, false},
-    {"events", I, F, true, false},
-    {"measured_slices", I, F, true, false},
-    {"original_streams", I, F, true, false},
-    {"compacted_lanes", I, F, true, false},
-    {"compaction_ratio", R, F, false, false, 4},
-    {"gpu_flow_endpoints_mapped", I, F, true, false},
-    {"gpu_flow_endpoints_unmapped", I, F, true, false},
-    {"gpu_annotations_mapped", I, F, true, false},
-    {"gpu_annotations_coalesced", I, F, true, false},
-    {"cuda_graph_launches", I, F, true, false},
-    {"pp_send_recv_pairs", I, M, true, false},
-    {"pp_send_recv_unmatched", I, M, true, false},
-    {"pp_compute_dependency_pairs", I, M, true, false},
-    {"pp_compute_dependency_unmatched", I, M, true, false},
-    {"pp_unshard_compute_pairs", I, M, true, false},
-    {"pp_unshard_compute_unmatched", I, M, true, false},
-    {"output", T, F | M, false, false},
-    {"seconds", R, F | M, true, true, 3},
-    {"status", T, F | M | P, false, false},
-    {"error", T, F | M | P, false, false},
+constexpr std::array<Column, kColumnCount> kColumns = {{
+    // id, name, type, kinds, summed, timing, decimals
+    {ColumnId::kind, "kind", T, F | M | P, false, false},
+    {ColumnId::dir, "dir", T, F | M | P, false, false},
+    {ColumnId::file, "file", T, F, false, false},
+    {ColumnId::run, "run", T, F | M, false, false},
+    {ColumnId::iteration, "iteration", T, F | M, false, false},
+    {ColumnId::rank, "rank", I, F, false, false},
+    {ColumnId::pp_rank, "pp_rank", I, F, false, false},
+    {ColumnId::ranks, "ranks", I, M, false, false},
+    {ColumnId::pp_order, "pp_order", T, M, false, false},
+    {ColumnId::pp_order_source, "pp_order_source", T, M, false, false},
+    {ColumnId::time_alignment, "time_alignment", T, M, false, false},
+    {ColumnId::input_bytes, "input_bytes", I, F | M, true, false},
+    {ColumnId::output_bytes, "output_bytes", I, F | M, true, false},
+    {ColumnId::events, "events", I, F, true, false},
+    {ColumnId::measured_slices, "measured_slices", I, F, true, false},
+    {ColumnId::original_streams, "original_streams", I, F, true, false},
+    {ColumnId::compacted_lanes, "compacted_lanes", I, F, true, false},
+    {ColumnId::compaction_ratio, "compaction_ratio", R, F, false, false, 4},
+    {ColumnId::gpu_flow_endpoints_mapped, "gpu_flow_endpoints_mapped", I, F, true, false},
+    {ColumnId::gpu_flow_endpoints_unmapped, "gpu_flow_endpoints_unmapped", I, F, true, false},
+    {ColumnId::gpu_annotations_mapped, "gpu_annotations_mapped", I, F, true, false},
+    {ColumnId::gpu_annotations_coalesced, "gpu_annotations_coalesced", I, F, true, false},
+    {ColumnId::cuda_graph_launches, "cuda_graph_launches", I, F, true, false},
+    {ColumnId::pp_send_recv_pairs, "pp_send_recv_pairs", I, M, true, false},
+    {ColumnId::pp_send_recv_unmatched, "pp_send_recv_unmatched", I, M, true, false},
+    {ColumnId::pp_compute_dependency_pairs, "pp_compute_dependency_pairs", I, M, true, false},
+    {ColumnId::pp_compute_dependency_unmatched, "pp_compute_dependency_unmatched", I, M, true, false},
+    {ColumnId::pp_unshard_compute_pairs, "pp_unshard_compute_pairs", I, M, true, false},
+    {ColumnId::pp_unshard_compute_unmatched, "pp_unshard_compute_unmatched", I, M, true, false},
+    {ColumnId::output, "output", T, F | M, false, false},
+    {ColumnId::seconds, "seconds", R, F | M, true, true, 3},
+    {ColumnId::status, "status", T, F | M | P, false, false},
+    {ColumnId::error, "error", T, F | M | P, false, false},
     // sweep --remove-originals: "removed" or "kept: <reason>"; empty without the flag.
-    {"original", T, F, false, false},
+    {ColumnId::original, "original", T, F, false, false},
+}};
+
+// The table is in ColumnId's order: column `id` is kColumns[size_t(id)].
+constexpr bool in_id_order() {
+  for (size_t c = 0; c < kColumns.size(); ++c)
+    if (size_t(kColumns[c].id) != c) return false;
+  return true;
+}
+static_assert(in_id_order(), "kColumns must list the columns in ColumnId's order");
+
+// The statuses' names, as reports write them, and the kinds of rows that may have each.
+struct StatusName {
+  RowStatus status;
+  const char* name;
+  unsigned kinds;
+};
+constexpr StatusName kStatusNames[] = {
+    {RowStatus::ok, "ok", F | M},
+    {RowStatus::skipped, "skipped", F | M},
+    {RowStatus::already_laned, "already laned", F | M},
+    {RowStatus::failed, "failed", F | M | P},
+    {RowStatus::warning, "warning", P},
 };
 
 }  // namespace
@@ -85,13 +106,33 @@ JsonValue cell_json(const Cell& cell, const Column& column) {
   return JsonValue::null();
 }
 
-std::string shard_label(const std::pair<int, int>& shard) {
-  return std::to_string(shard.first) + "/" + std::to_string(shard.second);
+const char* status_name(RowStatus status) {
+  for (const StatusName& entry : kStatusNames)
+    if (entry.status == status) return entry.name;
+  return "?";
 }
 
-const char* status_of(const Row& row) {
-  const Cell& cell = row.get("status");
-  return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell).c_str() : "";
+std::optional<RowStatus> status_named(std::string_view name) {
+  for (const StatusName& entry : kStatusNames)
+    if (name == entry.name) return entry.status;
+  return std::nullopt;
+}
+
+bool status_allowed(RowKind kind, RowStatus status) {
+  for (const StatusName& entry : kStatusNames)
+    if (entry.status == status) return entry.kinds & (1u << unsigned(kind));
+  return false;
+}
+
+std::string Row::text(ColumnId column) const {
+  const Cell& cell = get(column);
+  return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
+}
+
+std::optional<RowStatus> Row::status() const {
+  const Cell& cell = get(ColumnId::status);
+  if (!std::holds_alternative<std::string>(cell)) return std::nullopt;
+  return status_named(std::get<std::string>(cell));
 }
 
 // File columns are summed over file rows, merge-only columns over merge rows, so that
@@ -101,14 +142,16 @@ Totals compute_totals(const std::vector<Row>& rows) {
   for (RowKind kind : {RowKind::file, RowKind::merge, RowKind::problem}) {
     std::string plural = std::string(kind_name(kind)) + "s";
     totals.counts[plural] = 0;
-    for (const char* status : {"ok", "skipped", "failed"})
-      if (kind != RowKind::problem || std::string_view(status) != "ok") totals.counts[plural + "_" + status] = 0;
-    if (kind == RowKind::problem) totals.counts[plural + "_warning"] = 0;
+    for (RowStatus status : {RowStatus::ok, RowStatus::skipped, RowStatus::failed})
+      if (kind != RowKind::problem || status != RowStatus::ok) totals.counts[plural + "_" + status_name(status)] = 0;
+    if (kind == RowKind::problem) totals.counts[plural + "_" + status_name(RowStatus::warning)] = 0;
   }
   for (const Row& row : rows) {
     std::string plural = std::string(kind_name(row.kind)) + "s";
     totals.counts[plural]++;
-    totals.counts[plural + "_" + status_of(row)]++;
+    // A row without a status (never written so) counts under "<kind>s_".
+    std::optional<RowStatus> status = row.status();
+    totals.counts[plural + "_" + (status ? status_name(*status) : row.text(ColumnId::status))]++;
     for (size_t c = 0; c < kColumns.size(); ++c) {
       const Column& column = kColumns[c];
       if (!column.summed) continue;
@@ -132,7 +175,8 @@ Totals compute_totals(const std::vector<Row>& rows) {
     bool infinite = std::holds_alternative<double>(totals.sums[c]) && !std::isfinite(std::get<double>(totals.sums[c]));
     if (infinite) totals.overflowed.insert(kColumns[c].name);
   }
-  for (const std::string& name : totals.overflowed) totals.sums[column_index(name)] = std::monostate();
+  for (size_t c = 0; c < kColumns.size(); ++c)
+    if (totals.overflowed.count(kColumns[c].name)) totals.sums[c] = std::monostate();
   return totals;
 }
 
@@ -162,7 +206,7 @@ const char* kind_name(RowKind kind) {
   return "?";
 }
 
-const std::vector<Column>& report_columns() { return kColumns; }
+const std::array<Column, kColumnCount>& report_columns() { return kColumns; }
 
 std::string_view column_name_in_schema(std::string_view name, int version) {
   if (version < 3)
@@ -171,32 +215,15 @@ std::string_view column_name_in_schema(std::string_view name, int version) {
   return name;
 }
 
-size_t column_index(std::string_view name) {
-  for (size_t i = 0; i < kColumns.size(); ++i)
-    if (name == kColumns[i].name) return i;
-  throw std::out_of_range("no report column " + std::string(name));
-}
-
-Row& Row::set(std::string_view column, Cell value) {
-  cells[column_index(column)] = std::move(value);
-  return *this;
-}
-
-const Cell& Row::get(std::string_view column) const { return cells[column_index(column)]; }
-
 void sort_rows(std::vector<Row>& rows) {
-  auto text = [](const Row& row, const char* column) {
-    const Cell& cell = row.get(column);
-    return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
-  };
-  auto number = [](const Row& row, const char* column) {
+  auto number = [](const Row& row, ColumnId column) {
     const Cell& cell = row.get(column);
     return std::holds_alternative<int64_t>(cell) ? std::get<int64_t>(cell) : int64_t(0);
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
     auto key = [&](const Row& row) {
-      return std::make_tuple(text(row, "dir"), int(row.kind), number(row, "rank"), text(row, "file"),
-                             text(row, "error"));
+      return std::make_tuple(row.text(ColumnId::dir), int(row.kind), number(row, ColumnId::rank),
+                             row.text(ColumnId::file), row.text(ColumnId::error));
     };
     return key(a) < key(b);
   });
@@ -269,24 +296,18 @@ std::vector<std::pair<std::string, int64_t>> unmatched_iterations(const std::vec
   std::vector<std::pair<std::string, int64_t>> out;
   for (const Row& row : rows) {
     if (row.kind != RowKind::merge) continue;
-    const Cell& cell = row.get("pp_send_recv_unmatched");
-    if (std::holds_alternative<int64_t>(cell) && std::get<int64_t>(cell) > 0) {
-      const Cell& dir = row.get("dir");
-      out.push_back(
-          {std::holds_alternative<std::string>(dir) ? std::get<std::string>(dir) : "", std::get<int64_t>(cell)});
-    }
+    const Cell& cell = row.get(ColumnId::pp_send_recv_unmatched);
+    if (std::holds_alternative<int64_t>(cell) && std::get<int64_t>(cell) > 0)
+      out.push_back({row.text(ColumnId::dir), std::get<int64_t>(cell)});
   }
   return out;
 }
 
 bool has_failures(const std::vector<Row>& rows) {
   for (const Row& row : rows) {
-    if (std::string_view(status_of(row)) == "failed") return true;
+    if (row.status() == RowStatus::failed) return true;
     // A compacted copy that does not give its original back (sweep --remove-originals).
-    const Cell& original = row.get("original");
-    if (std::holds_alternative<std::string>(original) &&
-        std::get<std::string>(original).rfind(kOriginalUnfaithful, 0) == 0)
-      return true;
+    if (row.text(ColumnId::original).rfind(kOriginalUnfaithful, 0) == 0) return true;
   }
   return false;
 }

@@ -40,17 +40,12 @@ struct ProblemList {
   }
 };
 
-std::string text_cell(const Row& row, std::string_view column) {
-  const Cell& cell = row.get(column);
-  return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
-}
-
 std::string plan_label(const IterationPlan& plan) {
   return std::to_string(plan.count) + " iterations, digest " + short_digest(plan.digest);
 }
 
 std::string which(const Report& report) {
-  return report.shard ? "shard " + shard_label(*report.shard) : std::string("an unsharded report");
+  return report.shard ? "shard " + report.shard->label() : std::string("an unsharded report");
 }
 
 // The reports whose rows are combined, with their names, and the plan they share.
@@ -102,14 +97,14 @@ Selected select_reports(const std::vector<Report>& partials, Combined& combined)
       // Rows of another partition of the tree, or a second report of one shard, would
       // repeat rows: they are left out, and the combined report says so.
       if (count != *combined.shard_count) {
-        combined.problems.push_back(name + ": shard " + shard_label(*partial.shard) + " is not one of the " +
+        combined.problems.push_back(name + ": shard " + partial.shard->label() + " is not one of the " +
                                     std::to_string(*combined.shard_count) + " shards of the first report; left out");
         continue;
       }
       auto [it, inserted] = selected.shard_source.emplace(index, name);
       if (!inserted) {
-        combined.problems.push_back(name + ": shard " + shard_label(*partial.shard) + " given twice (also " +
-                                    it->second + "); left out");
+        combined.problems.push_back(name + ": shard " + partial.shard->label() + " given twice (also " + it->second +
+                                    "); left out");
         continue;
       }
     }
@@ -133,7 +128,8 @@ std::map<std::string, std::string> join_rows(const std::vector<std::pair<const R
     const std::vector<std::string>& taken = partial->plan->iterations;
     std::set<std::string_view> dirs;
     for (const Row& row : partial->rows)
-      if (std::holds_alternative<std::string>(row.get("dir"))) dirs.insert(std::get<std::string>(row.get("dir")));
+      if (std::holds_alternative<std::string>(row.get(ColumnId::dir)))
+        dirs.insert(std::get<std::string>(row.get(ColumnId::dir)));
     for (const std::string& iteration : taken) {
       auto [it, inserted] = taken_by.emplace(iteration, name);
       if (!inserted) taken_twice.add(listed(iteration) + " (" + it->second + ", " + name + ")");
@@ -142,14 +138,14 @@ std::map<std::string, std::string> join_rows(const std::vector<std::pair<const R
     combined.report.runs.insert(combined.report.runs.end(), partial->runs.begin(), partial->runs.end());
     for (const Row& row : partial->rows) {
       if (row.kind != RowKind::problem) {
-        std::string dir = text_cell(row, "dir");
+        std::string dir = row.text(ColumnId::dir);
         std::string label =
-            listed(dir) + (row.kind == RowKind::file ? "/" + listed(text_cell(row, "file")) : " (merge)");
+            listed(dir) + (row.kind == RowKind::file ? "/" + listed(row.text(ColumnId::file)) : " (merge)");
         if (!std::binary_search(taken.begin(), taken.end(), dir)) {
           unplanned.add(label + " (" + name + ")");
           continue;
         }
-        auto key = std::make_tuple(row.kind, dir, row.kind == RowKind::file ? text_cell(row, "file") : std::string());
+        auto key = std::make_tuple(row.kind, dir, row.kind == RowKind::file ? row.text(ColumnId::file) : std::string());
         auto [it, inserted] = row_source.emplace(std::move(key), name);
         if (!inserted) {
           repeated.add(label + " (" + it->second + ", " + name + ")");
@@ -233,7 +229,7 @@ Combined combine_reports(const std::vector<Report>& partials, const std::vector<
                                 " over all reports is beyond int64 (or not finite); its total is null");
   for (const std::string& problem : combined.problems) {
     Row row(RowKind::problem);
-    row.set("dir", std::string(".")).set("status", std::string("failed")).set("error", problem);
+    row.set(ColumnId::dir, std::string(".")).set_status(RowStatus::failed).set(ColumnId::error, problem);
     combined.report.rows.push_back(std::move(row));
   }
   sort_rows(combined.report.rows);

@@ -132,7 +132,7 @@ int report_combined(const Combined& combined, const std::vector<Report>& partial
   int64_t failed_count = 0;
   for (const Report& partial : partials)
     if (has_failures(partial.rows) && failed_count++ < int64_t(kListLimit))
-      failed_shards.push_back(partial.shard ? shard_label(*partial.shard) : std::string("(unsharded)"));
+      failed_shards.push_back(partial.shard ? partial.shard->label() : std::string("(unsharded)"));
   if (failed_count) std::cerr << "shards with failed rows: " << summarise_list(failed_shards, failed_count) << "\n";
   auto unmatched = unmatched_iterations(combined.report.rows);
   for (size_t i = 0; i < unmatched.size() && i < kListLimit; ++i)

@@ -160,32 +160,32 @@ JsonValue copy_plain(const PageReader& reader, element value, const std::string&
 }
 
 // The columns the page shows or uses, in the order of its data's rows.
-const char* const kPageColumns[] = {"kind",
-                                    "dir",
-                                    "file",
-                                    "run",
-                                    "iteration",
-                                    "rank",
-                                    "pp_rank",
-                                    "ranks",
-                                    "pp_order",
-                                    "pp_order_source",
-                                    "time_alignment",
-                                    "input_bytes",
-                                    "output_bytes",
-                                    "events",
-                                    "measured_slices",
-                                    "original_streams",
-                                    "compacted_lanes",
-                                    "compaction_ratio",
-                                    "pp_send_recv_pairs",
-                                    "pp_send_recv_unmatched",
-                                    "pp_compute_dependency_pairs",
-                                    "pp_compute_dependency_unmatched",
-                                    "output",
-                                    "seconds",
-                                    "status",
-                                    "error"};
+const ColumnId kPageColumns[] = {ColumnId::kind,
+                                 ColumnId::dir,
+                                 ColumnId::file,
+                                 ColumnId::run,
+                                 ColumnId::iteration,
+                                 ColumnId::rank,
+                                 ColumnId::pp_rank,
+                                 ColumnId::ranks,
+                                 ColumnId::pp_order,
+                                 ColumnId::pp_order_source,
+                                 ColumnId::time_alignment,
+                                 ColumnId::input_bytes,
+                                 ColumnId::output_bytes,
+                                 ColumnId::events,
+                                 ColumnId::measured_slices,
+                                 ColumnId::original_streams,
+                                 ColumnId::compacted_lanes,
+                                 ColumnId::compaction_ratio,
+                                 ColumnId::pp_send_recv_pairs,
+                                 ColumnId::pp_send_recv_unmatched,
+                                 ColumnId::pp_compute_dependency_pairs,
+                                 ColumnId::pp_compute_dependency_unmatched,
+                                 ColumnId::output,
+                                 ColumnId::seconds,
+                                 ColumnId::status,
+                                 ColumnId::error};
 
 // Lane group names, each written once in the data: rows refer to them by index.
 struct Groups {
@@ -451,9 +451,9 @@ std::string report_html(std::string_view report_json, const std::string& source,
 
   std::vector<const Column*> columns;
   JsonValue column_names = JsonValue::array();
-  for (const char* name : kPageColumns) {
-    columns.push_back(&report_columns()[column_index(name)]);
-    column_names.push(JsonValue::string(name));
+  for (ColumnId id : kPageColumns) {
+    columns.push_back(&column_of(id));
+    column_names.push(JsonValue::string(column_of(id).name));
   }
 
   simdjson::dom::array rows;

@@ -24,7 +24,7 @@ namespace tracelane::cli {
 namespace {
 
 // The columns, in their order (report_columns()).
-const std::vector<Column>& kColumns = report_columns();
+const std::array<Column, kColumnCount>& kColumns = report_columns();
 
 // The figures' keys, after the columns (report_json, parse_report_json).
 const std::vector<std::string_view> kFigureKeys = {"gpu_window_us", "gpu_busy", "bubble_fraction", "timeline"};
@@ -71,7 +71,7 @@ bool valid_shard(int64_t index, int64_t count) {
 }
 
 // "K/N" (a run's shard label): digits only, in range; nothing otherwise.
-std::optional<std::pair<int, int>> parse_shard_label(std::string_view label) {
+std::optional<Shard> parse_shard_label(std::string_view label) {
   size_t slash = label.find('/');
   if (slash == std::string_view::npos) return std::nullopt;
   auto number = [](std::string_view digits) -> std::optional<int64_t> {
@@ -85,7 +85,7 @@ std::optional<std::pair<int, int>> parse_shard_label(std::string_view label) {
   };
   std::optional<int64_t> k = number(label.substr(0, slash)), n = number(label.substr(slash + 1));
   if (!k || !n || !valid_shard(*k, *n)) return std::nullopt;
-  return std::pair<int, int>{int(*k), int(*n)};
+  return Shard{int(*k), int(*n)};
 }
 
 // A value from a report for a message: short, one line (printable() is applied where the
@@ -152,11 +152,6 @@ class ReportReader {
   int version_;
 };
 
-bool status_allowed(RowKind kind, std::string_view status) {
-  if (kind == RowKind::problem) return status == "warning" || status == "failed";
-  return status == "ok" || status == "skipped" || status == "failed" || status == "already laned";
-}
-
 // A fraction as figures hold it: a number from 0 to 1, in ten-thousandths.
 int read_fraction(const ReportReader& reader, simdjson::dom::element value, const std::string& where) {
   double number;
@@ -191,12 +186,12 @@ std::optional<int64_t> read_optional_rank(const ReportReader& reader, simdjson::
 // or skipped (figures kept with an up-to-date output, figures_record()).
 std::optional<GpuFigures> read_figures(const ReportReader& reader,
                                        const std::map<std::string_view, simdjson::dom::element>& members, RowKind kind,
-                                       std::string_view status, const std::string& where) {
+                                       RowStatus status, const std::string& where) {
   bool any = false;
   for (std::string_view key : kFigureKeys) any = any || members.count(key);
   if (!any) return std::nullopt;
-  if (kind == RowKind::problem || (status != "ok" && status != "skipped"))
-    reader.fail(where, std::string("GPU figures on a ") + kind_name(kind) + " row with status " + std::string(status) +
+  if (kind == RowKind::problem || (status != RowStatus::ok && status != RowStatus::skipped))
+    reader.fail(where, std::string("GPU figures on a ") + kind_name(kind) + " row with status " + status_name(status) +
                            " (only ok and skipped file and merge rows have them)");
   GpuFigures figures;
   figures.merged = kind == RowKind::merge;
@@ -295,7 +290,7 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
       continue;
     }
     // "original" is written only when filled (report_json): absent reads as empty.
-    if (it == members.end() && std::string_view(column.name) == "original") continue;
+    if (it == members.end() && column.id == ColumnId::original) continue;
     if (it == members.end()) reader.fail(path, "missing");
     if (it->second.is_null()) continue;
     auto cell = cell_from_json(it->second, column);
@@ -304,30 +299,32 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
     row.cells[c] = std::move(std::get<Cell>(cell));
   }
   // sweep --remove-originals writes "removed" or "kept: <reason>".
-  if (const Cell& original = row.get("original"); std::holds_alternative<std::string>(original)) {
+  if (const Cell& original = row.get(ColumnId::original); std::holds_alternative<std::string>(original)) {
     std::string_view text = std::get<std::string>(original);
     if (text != "removed" && text.substr(0, 6) != "kept: ")
       reader.fail(where + ".original",
                   "expected \"removed\" or \"kept: <reason>\", got " + excerpt(members.at("original")));
   }
   // What identifies a row and decides the outcome is never unknown.
-  for (const char* name : {"dir", "status"})
-    if (!std::holds_alternative<std::string>(row.get(name))) reader.fail(where + "." + name, "missing (null)");
+  for (ColumnId id : {ColumnId::dir, ColumnId::status})
+    if (!std::holds_alternative<std::string>(row.get(id)))
+      reader.fail(where + "." + column_of(id).name, "missing (null)");
   // A dir becomes a path under ROOT and a link on the page: never one that leads out.
-  if (!is_dir_under_root(std::get<std::string>(row.get("dir"))))  // text cells hold the raw bytes
+  if (!is_dir_under_root(row.text(ColumnId::dir)))  // text cells hold the raw bytes
     reader.fail(where + ".dir", "not a directory under the report's root (\".\" or a relative path without \"..\"): " +
                                     excerpt(members.at("dir")));
-  if (!status_allowed(row.kind, status_of(row)))
+  std::optional<RowStatus> status = row.status();
+  if (!status || !status_allowed(row.kind, *status))
     reader.fail(where + ".status",
                 std::string("not a status of ") + kind_name(row.kind) + " rows: " + excerpt(members.at("status")));
-  row.figures = read_figures(reader, members, row.kind, status_of(row), where);
+  row.figures = read_figures(reader, members, row.kind, *status, where);
   return row;
 }
 
 // A plan's keys among `members` (a report's "plan" object, whose path is `where`, or a plan
 // file's top level, ""), checked as plan_problem() checks them for `shard`.
 IterationPlan read_plan(const ReportReader& reader, const std::map<std::string_view, simdjson::dom::element>& members,
-                        const std::string& where, const std::optional<std::pair<int, int>>& shard) {
+                        const std::string& where, const std::optional<Shard>& shard) {
   auto path = [&](const std::string& key) { return where.empty() ? key : where + "." + key; };
   IterationPlan plan;
   simdjson::dom::element digest = reader.required(members, "digest", where);
@@ -351,7 +348,7 @@ RunInfo read_run(const ReportReader& reader, simdjson::dom::element item, const 
   simdjson::dom::element shard = reader.required(members, "shard", where);
   if (!shard.is_null()) {
     std::string_view label;
-    std::optional<std::pair<int, int>> parsed;
+    std::optional<Shard> parsed;
     if (!shard.get(label)) parsed = parse_shard_label(label);
     if (!parsed)
       reader.fail(where + ".shard", "expected null or \"K/N\" with 0 <= K < N <= " + std::to_string(kMaxShards) +
@@ -424,9 +421,10 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
   Row filled = row;
   for (size_t c = 1; c < kColumns.size(); ++c) {
     const Column& column = kColumns[c];
-    std::string_view name = column.name;
     // "original" is what this run did with the rank file, never the output's.
-    if (column.timing || name == "status" || name == "error" || name == "original") continue;
+    if (column.timing || column.id == ColumnId::status || column.id == ColumnId::error ||
+        column.id == ColumnId::original)
+      continue;
     if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
     // A record written before schema 3 (an output of the previous release, still up to
     // date) names a renamed column as schema 2 did.
@@ -452,7 +450,7 @@ bool fill_figures_from_record(Row& row, std::string_view record) {
     ReportReader reader(source);
     auto members = reader.members(item, "", kFigureKeys);
     // Read as the figures of an ok row: which status the row has now is not the record's.
-    std::optional<GpuFigures> figures = read_figures(reader, members, row.kind, "ok", "");
+    std::optional<GpuFigures> figures = read_figures(reader, members, row.kind, RowStatus::ok, "");
     if (!figures) return false;
     row.figures = std::move(figures);
     return true;
@@ -488,7 +486,7 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
     int64_t index = reader.integer(reader.required(fields, "index", "shard"), "shard.index", kMaxShards);
     if (!valid_shard(index, count))
       reader.fail("shard", "index " + std::to_string(index) + " is not below count " + std::to_string(count));
-    report.shard = {int(index), int(count)};
+    report.shard = Shard{int(index), int(count)};
   }
   if (reader.version() >= 4) {
     simdjson::dom::element plan = reader.required(members, "plan", "");
@@ -523,8 +521,7 @@ Report parse_report_json(std::string_view json, const std::string& source, bool 
     const std::vector<std::string>& taken = report.plan->iterations;
     for (size_t i = 0; i < report.rows.size(); ++i) {
       const Row& row = report.rows[i];
-      if (row.kind != RowKind::problem &&
-          !std::binary_search(taken.begin(), taken.end(), std::get<std::string>(row.get("dir"))))
+      if (row.kind != RowKind::problem && !std::binary_search(taken.begin(), taken.end(), row.text(ColumnId::dir)))
         reader.fail("rows[" + std::to_string(i) + "].dir", "not one of the plan's iterations (plan.iterations)");
     }
     if (!report.shard && plan_digest(taken) != report.plan->digest)

@@ -12,7 +12,7 @@ namespace tracelane::cli {
 namespace {
 
 // The columns, in their order (report_columns()).
-const std::vector<Column>& kColumns = report_columns();
+const std::array<Column, kColumnCount>& kColumns = report_columns();
 
 // A group id as a report writes it (printable()'s escaped form, like every text cell).
 std::string report_text(const std::string& text) { return printable(text, Backslash::escape); }
@@ -35,8 +35,8 @@ std::string report_json(const Report& report) {
   doc.set("root", JsonValue::string(printable(report.root, Backslash::escape)));
   if (report.shard) {
     JsonValue shard = JsonValue::object();
-    shard.set("index", JsonValue::integer(report.shard->first));
-    shard.set("count", JsonValue::integer(report.shard->second));
+    shard.set("index", JsonValue::integer(report.shard->index));
+    shard.set("count", JsonValue::integer(report.shard->count));
     doc.set("shard", shard);
   } else {
     doc.set("shard", JsonValue::null());
@@ -57,7 +57,7 @@ std::string report_json(const Report& report) {
   JsonValue runs = JsonValue::array();
   for (const RunInfo& run : report.runs) {
     JsonValue item = JsonValue::object();
-    item.set("shard", run.shard ? JsonValue::string(shard_label(*run.shard)) : JsonValue::null());
+    item.set("shard", run.shard ? JsonValue::string(run.shard->label()) : JsonValue::null());
     item.set("wall_seconds", JsonValue::raw_number(format_real(run.wall_seconds, 3)));
     item.set("jobs", JsonValue::integer(run.jobs));
     item.set("memory_budget_bytes", JsonValue::integer(int64_t(run.memory_budget_bytes)));
@@ -75,8 +75,7 @@ std::string report_json(const Report& report) {
       if (!(kColumns[c].kinds & bit)) continue;
       // "original" only where sweep --remove-originals filled it: a report of a sweep
       // without the flag is what it was before the column (and older readers read it).
-      if (std::string_view(kColumns[c].name) == "original" && std::holds_alternative<std::monostate>(row.cells[c]))
-        continue;
+      if (kColumns[c].id == ColumnId::original && std::holds_alternative<std::monostate>(row.cells[c])) continue;
       if (c == 0)
         item.set("kind", JsonValue::string(kind_name(row.kind)));
       else
@@ -111,7 +110,7 @@ std::string report_csv(const Report& report) {
   // CRLF line ends (RFC 4180); pandas and spreadsheets read them as plain line ends.
   std::string out;
   // "original" only when a row has it (sweep --remove-originals), as in report_json.
-  const size_t original = column_index("original");
+  const size_t original = size_t(ColumnId::original);
   const bool with_original = std::any_of(report.rows.begin(), report.rows.end(), [&](const Row& row) {
     return !std::holds_alternative<std::monostate>(row.cells[original]);
   });
@@ -140,7 +139,8 @@ std::string report_csv(const Report& report) {
     write_cells(row.cells, kind_name(row.kind), row.kind == RowKind::problem ? std::nullopt : row.figures);
   Totals totals = compute_totals(report.rows);
   std::vector<Cell> total_cells = totals.sums;
-  total_cells[column_index("status")] = std::string(has_failures(report.rows) ? "failed" : "ok");
+  total_cells[size_t(ColumnId::status)] =
+      std::string(status_name(has_failures(report.rows) ? RowStatus::failed : RowStatus::ok));
   write_cells(total_cells, "total", std::nullopt);
   return out;
 }
@@ -153,9 +153,9 @@ std::string figures_record(const Row& row) {
   return record.size() <= kFiguresRecordMax ? record : std::string();
 }
 
-std::string report_base_name(const std::optional<std::pair<int, int>>& shard) {
+std::string report_base_name(const std::optional<Shard>& shard) {
   if (!shard) return "tracelane_report";
-  return "tracelane_report.shard-" + std::to_string(shard->first) + "-of-" + std::to_string(shard->second);
+  return "tracelane_report.shard-" + std::to_string(shard->index) + "-of-" + std::to_string(shard->count);
 }
 
 fs::path write_report(const Report& report, const fs::path& dir) {

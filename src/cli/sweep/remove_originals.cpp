@@ -53,13 +53,15 @@ std::string original_cell(const OriginalVerdict& verdict) {
   return verdict.kind == OriginalVerdict::removed ? std::string("removed") : "kept: " + verdict.reason;
 }
 
-std::optional<std::string> iteration_not_done(const std::vector<std::pair<std::string, std::string>>& rank_statuses,
-                                              const std::optional<std::string>& merge_status) {
-  auto done = [](const std::string& status) { return status == "ok" || status == "skipped"; };
+std::optional<std::string> iteration_not_done(
+    const std::vector<std::pair<std::string, std::optional<RowStatus>>>& rank_statuses,
+    const std::optional<MergeStatus>& merge) {
+  auto done = [](std::optional<RowStatus> status) { return status == RowStatus::ok || status == RowStatus::skipped; };
+  auto named = [](std::optional<RowStatus> status) { return status ? status_name(*status) : "unknown"; };
   for (const auto& [name, status] : rank_statuses)
-    if (!done(status)) return "iteration not wholly done: " + name + " is " + (status.empty() ? "unknown" : status);
-  if (merge_status && !done(*merge_status))
-    return "iteration not wholly done: its merge is " + (merge_status->empty() ? "unknown" : *merge_status) +
+    if (!done(status)) return "iteration not wholly done: " + name + " is " + named(status);
+  if (merge && !done(merge->status))
+    return "iteration not wholly done: its merge is " + std::string(named(merge->status)) +
            " (a later sweep needs every original to redo it)";
   return std::nullopt;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "files.hpp"
+#include "report/report.hpp"
 
 namespace tracelane::cli {
 
@@ -44,10 +45,14 @@ struct OriginalVerdict {
 std::string original_cell(const OriginalVerdict& verdict);
 
 // Why an iteration's originals must stay, or nothing when it is wholly done: every rank row
-// "ok" or "skipped", and its merge row (when it has one) "ok" or "skipped". A later sweep
-// needs the originals to redo what did not finish.
-std::optional<std::string> iteration_not_done(const std::vector<std::pair<std::string, std::string>>& rank_statuses,
-                                              const std::optional<std::string>& merge_status);
+// (file name, status: nothing while unknown) ok or skipped, and its merge row (when it has
+// one) ok or skipped. A later sweep needs the originals to redo what did not finish.
+struct MergeStatus {
+  std::optional<RowStatus> status;  // nothing while unknown
+};
+std::optional<std::string> iteration_not_done(
+    const std::vector<std::pair<std::string, std::optional<RowStatus>>>& rank_statuses,
+    const std::optional<MergeStatus>& merge);
 
 // Why the directory entry `now` (fstatat without following links) is not the original the
 // sweep read, or nothing when it is: a regular file with one link, owned by `user`, and the

@@ -60,11 +60,9 @@ void load_plan(const std::string& file, SweepOptions& options) {
 void check_report_dir(const SweepOptions& options) {
   boost::system::error_code made;
   fs::create_directories(options.report_dir, made);
-  std::optional<std::pair<int, int>> report_shard;
-  if (options.shard) report_shard = std::pair<int, int>{options.shard->index, options.shard->count};
   for (const char* extension : {".json", ".csv", ".html"}) {
     try {
-      guard_output(options.report_dir / (report_base_name(report_shard) + extension), {}, true);
+      guard_output(options.report_dir / (report_base_name(options.shard) + extension), {}, true);
     } catch (const OutputRefused& e) {
       throw UsageError(std::string(e.what()) + " (--report-dir)");
     }
@@ -135,17 +133,13 @@ std::string parent_rel(const std::string& rel) {
 // ROOT's to remove), or when `whole_tree_refusal` says so (the tree lock was not taken).
 std::vector<OriginalFile> original_files(const SweepPlan& plan, const Discovery& discovery, bool dry_run,
                                          const std::optional<std::string>& whole_tree_refusal) {
-  auto status = [](const Row& row) {
-    const Cell& cell = row.get("status");
-    return std::holds_alternative<std::string>(cell) ? std::get<std::string>(cell) : std::string();
-  };
   std::vector<OriginalFile> files;
   for (const auto& iteration : plan.iterations) {
-    std::vector<std::pair<std::string, std::string>> statuses;
+    std::vector<std::pair<std::string, std::optional<RowStatus>>> statuses;
     for (size_t r : iteration->ranks)
-      statuses.push_back({plan.ranks[r]->file->path.filename().string(), status(plan.ranks[r]->row)});
-    std::optional<std::string> merge_status;
-    if (iteration->has_merge_row) merge_status = status(iteration->merge_row);
+      statuses.push_back({plan.ranks[r]->file->path.filename().string(), plan.ranks[r]->row.status()});
+    std::optional<MergeStatus> merge_status;
+    if (iteration->has_merge_row) merge_status = MergeStatus{iteration->merge_row.status()};
     std::optional<std::string> refusal = whole_tree_refusal;
     if (!refusal && iteration->dir->through_dir_link)
       refusal = "its directory was reached through a symbolic link (not ROOT's to remove)";
@@ -200,7 +194,7 @@ std::vector<OriginalVerdict> remove_verified_originals(const SweepOptions& optio
   size_t i = 0;
   for (const auto& iteration : plan.iterations)
     for (size_t r : iteration->ranks)
-      plan.ranks[r]->row.set("original",
+      plan.ranks[r]->row.set(ColumnId::original,
                              plan.ranks[r]->file->from_copy ? std::string("removed") : original_cell(verdicts[i++]));
   return verdicts;
 }
@@ -212,24 +206,24 @@ Report make_report(const SweepOptions& options, std::vector<Row> rows, const Dis
                    const SweepPlan& plan, double wall_seconds) {
   for (const DiscoveryProblem& problem : plan.plan_problems) {
     Row row(RowKind::problem);
-    row.set("dir", problem.rel)
-        .set("status", std::string(problem.failure ? "failed" : "warning"))
-        .set("error", problem.reason);
+    row.set(ColumnId::dir, problem.rel)
+        .set_status(problem.failure ? RowStatus::failed : RowStatus::warning)
+        .set(ColumnId::error, problem.reason);
     rows.push_back(std::move(row));
   }
   if (!options.shard || options.shard->index == 0)
     for (const DiscoveryProblem& problem : discovery.problems) {
       Row row(RowKind::problem);
-      row.set("dir", problem.rel)
-          .set("status", std::string(problem.failure ? "failed" : "warning"))
-          .set("error", problem.reason);
+      row.set(ColumnId::dir, problem.rel)
+          .set_status(problem.failure ? RowStatus::failed : RowStatus::warning)
+          .set(ColumnId::error, problem.reason);
       rows.push_back(std::move(row));
     }
   sort_rows(rows);
 
   Report report;
   report.root = recorded_root(options.root);
-  if (options.shard) report.shard = {options.shard->index, options.shard->count};
+  report.shard = options.shard;
   report.plan = plan.recorded;
   RunInfo info;
   info.shard = report.shard;
@@ -247,9 +241,8 @@ void print_outcome(const SweepOptions& options, const Report& report, const fs::
                    const std::vector<OriginalVerdict>& removals) {
   std::map<std::string, size_t> counts;
   for (const Row& row : report.rows) {
-    const Cell& status = row.get("status");
-    counts[std::string(kind_name(row.kind)) + "s " +
-           (std::holds_alternative<std::string>(status) ? std::get<std::string>(status) : "?")]++;
+    std::optional<RowStatus> status = row.status();
+    counts[std::string(kind_name(row.kind)) + "s " + (status ? status_name(*status) : "?")]++;
   }
   if (!options.quiet) {
     std::cout << "tracelane sweep: ";
@@ -264,9 +257,9 @@ void print_outcome(const SweepOptions& options, const Report& report, const fs::
     std::cerr << "warning: " << printable(dir) << ": " << count
               << " PP send/recv arrows unmatched (usually a truncated capture window)\n";
   for (const Row& row : report.rows)
-    if (row.kind != RowKind::problem && std::holds_alternative<std::string>(row.get("status")) &&
-        std::get<std::string>(row.get("status")) == "failed" && std::holds_alternative<std::string>(row.get("error")))
-      std::cerr << "failed: " << printable(std::get<std::string>(row.get("error"))) << "\n";
+    if (row.kind != RowKind::problem && row.status() == RowStatus::failed &&
+        std::holds_alternative<std::string>(row.get(ColumnId::error)))
+      std::cerr << "failed: " << printable(std::get<std::string>(row.get(ColumnId::error))) << "\n";
 }
 
 // --write-plan FILE: discovery's list of iteration directories, written once (atomically)

@@ -170,13 +170,13 @@ class Sweep {
     return true;
   }
   void mark_not_done() {
-    auto has_status = [](const Row& row) { return !std::holds_alternative<std::monostate>(row.get("status")); };
+    auto has_status = [](const Row& row) { return row.status().has_value(); };
     for (auto& task : ranks_)
       if (task->process && !has_status(task->row))
-        task->row.set("status", std::string("failed")).set("error", not_done(task->file->path));
+        task->row.set_status(RowStatus::failed).set(ColumnId::error, not_done(task->file->path));
     for (auto& iteration : iterations_)
       if (iteration->merge && !has_status(iteration->merge_row))
-        iteration->merge_row.set("status", std::string("failed")).set("error", not_done(iteration->dir->dir));
+        iteration->merge_row.set_status(RowStatus::failed).set(ColumnId::error, not_done(iteration->dir->dir));
   }
 
   void fail(RankTask& task, const std::string& message) {
@@ -184,7 +184,7 @@ class Sweep {
     task.trace.reset();
     task.compacted.reset();
     task.row.figures.reset();
-    task.row.set("status", std::string("failed")).set("error", message);
+    task.row.set_status(RowStatus::failed).set(ColumnId::error, message);
     progress_->error(message);
   }
 
@@ -215,10 +215,10 @@ class Sweep {
       if (task.file->from_copy)
         json = original_text_from_copy(std::move(json), task.file->path.string(), read.max_bytes);
       else
-        task.row.set("input_bytes", int64_t(task.read_identity.size));  // the file read
+        task.row.set(ColumnId::input_bytes, int64_t(task.read_identity.size));  // the file read
       task.trace.emplace(parse_step(std::move(json), task.file->path, options_.job, true));
-      task.row.set("events", int64_t(task.trace->events.size()));
-      task.row.set("pp_rank", int64_t(single_trace_pp_rank(*task.trace)));
+      task.row.set(ColumnId::events, int64_t(task.trace->events.size()));
+      task.row.set(ColumnId::pp_rank, int64_t(single_trace_pp_rank(*task.trace)));
     } catch (const LargerThanAdmitted& e) {
       // Back to the budget with the better estimate (at least double: see Admission).
       if (++task.requeues > kMaxRequeues) {
@@ -276,7 +276,7 @@ class Sweep {
         write_output_step(task.output, compacted_text(*task.compacted), true,
                           {{task.file->path.filename().string(), task.read_identity, task.file->path}}, recipe_,
                           options_.job, [&](uint64_t output_bytes) {
-                            done.set("output_bytes", int64_t(output_bytes)).set("status", std::string("ok"));
+                            done.set(ColumnId::output_bytes, int64_t(output_bytes)).set_status(RowStatus::ok);
                             return OutputRecords{row_record(done), figures_record(done)};
                           });
         task.row = std::move(done);
@@ -285,7 +285,7 @@ class Sweep {
     } catch (...) {
       fail(task, describe_exception(task.file->path));
     }
-    task.row.set("seconds", seconds_since(task.started));
+    task.row.set(ColumnId::seconds, seconds_since(task.started));
     return id;
   }
 
@@ -315,15 +315,15 @@ class Sweep {
     }
     for (size_t r : iteration.ranks) ranks_[r]->compacted.reset();
     if (failed_files.empty()) {
-      iteration.merge_row.set("status", std::string("already laned"))
-          .set("error", iteration.dir->dir.string() + ": not merged: already laned: " + laned_files);
+      iteration.merge_row.set_status(RowStatus::already_laned)
+          .set(ColumnId::error, iteration.dir->dir.string() + ": not merged: already laned: " + laned_files);
       std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::group_done, iteration.index});
       return;
     }
-    iteration.merge_row.set("status", std::string("failed"))
-        .set("error", stop_requested()
-                          ? not_done(iteration.dir->dir)
-                          : iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
+    iteration.merge_row.set_status(RowStatus::failed)
+        .set(ColumnId::error, stop_requested()
+                                  ? not_done(iteration.dir->dir)
+                                  : iteration.dir->dir.string() + ": not merged: failed rank files: " + failed_files);
     std::get<0>(ports).try_put(AdmitMessage{AdmitMessage::group_done, iteration.index});
   }
 
@@ -349,18 +349,18 @@ class Sweep {
       merge_and_write(std::move(inputs), identities, iteration.merged_output, true, options_.job,
                       [&](const MergeSummary& summary, const GpuFigures& figures, uint64_t output_bytes) {
                         fill_merge_row(done, summary);
-                        done.set("output_bytes", int64_t(output_bytes)).set("status", std::string("ok"));
+                        done.set(ColumnId::output_bytes, int64_t(output_bytes)).set_status(RowStatus::ok);
                         done.figures = figures;
                         return OutputRecords{row_record(done), figures_record(done)};
                       });
       row = std::move(done);
     } catch (...) {
       std::string message = describe_exception(iteration.dir->dir);
-      row.set("status", std::string("failed")).set("error", message);
+      row.set_status(RowStatus::failed).set(ColumnId::error, message);
       progress_->error(message);
     }
     for (size_t r : iteration.ranks) ranks_[r]->compacted.reset();
-    row.set("seconds", seconds_since(started));
+    row.set(ColumnId::seconds, seconds_since(started));
   }
 
   const SweepOptions& options_;

@@ -52,7 +52,7 @@ int64_t size_of(const fs::path& path) {
 // its figures, stored beside that record, only when the record fitted.
 void mark_skipped(Row& row, const fs::path& output) {
   int64_t bytes = size_of(output);
-  row.set("status", std::string("skipped")).set("output_bytes", bytes);
+  row.set_status(RowStatus::skipped).set(ColumnId::output_bytes, bytes);
   auto record = read_record(output);
   if (!record || !fill_from_record(row, *record, bytes)) return;
   if (auto figures = read_attribute(output, kFiguresAttribute, kFiguresRecordMax))
@@ -65,7 +65,7 @@ std::optional<int64_t> ranks_covered(const fs::path& merged_output) {
   auto record = read_record(merged_output);
   Row recorded(RowKind::merge);
   if (!record || !fill_from_record(recorded, *record, size_of(merged_output))) return std::nullopt;
-  const Cell& ranks = recorded.get("ranks");
+  const Cell& ranks = recorded.get(ColumnId::ranks);
   return std::holds_alternative<int64_t>(ranks) ? std::optional(std::get<int64_t>(ranks)) : std::nullopt;
 }
 
@@ -77,11 +77,12 @@ void refuse_a_smaller_merge(IterationTask& iteration, size_t ranks_here) {
   std::optional<int64_t> covered = ranks_covered(iteration.merged_output);
   if (!covered || *covered <= int64_t(ranks_here)) return;
   iteration.merge = false;
-  iteration.merge_row.set("status", std::string("failed"))
-      .set("error", iteration.dir->dir.string() + ": not merged: " + kMergedName + " covers " +
-                        std::to_string(*covered) + " ranks and only " + std::to_string(ranks_here) +
-                        " are here (rank files, or compacted copies of removed ones); it is kept, as merging these "
-                        "would drop the others");
+  iteration.merge_row.set_status(RowStatus::failed)
+      .set(ColumnId::error,
+           iteration.dir->dir.string() + ": not merged: " + kMergedName + " covers " + std::to_string(*covered) +
+               " ranks and only " + std::to_string(ranks_here) +
+               " are here (rank files, or compacted copies of removed ones); it is kept, as merging these "
+               "would drop the others");
 }
 
 }  // namespace
@@ -118,16 +119,14 @@ IterationPlan discovered_plan(const Discovery& discovery) {
 // Decides, per iteration and rank, what is stale; fills the rows of what is up to date.
 SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
   SweepPlan plan;
-  std::optional<std::pair<int, int>> shard;
-  if (options.shard) shard = std::pair<int, int>{options.shard->index, options.shard->count};
-  plan.recorded = shard_plan(options.plan ? *options.plan : discovered_plan(discovery), shard);
+  plan.recorded = shard_plan(options.plan ? *options.plan : discovered_plan(discovery), options.shard);
   // Discovery's iterations are sorted by rel, as a plan's are: found by name.
   auto found = [&](const std::string& rel) -> const IterationDir* {
     auto it = std::lower_bound(discovery.iterations.begin(), discovery.iterations.end(), rel,
                                [](const IterationDir& dir, const std::string& name) { return dir.rel < name; });
     return it != discovery.iterations.end() && it->rel == rel ? &*it : nullptr;
   };
-  if (options.plan && (!shard || shard->first == 0))
+  if (options.plan && (!options.shard || options.shard->index == 0))
     for (const IterationDir& dir : discovery.iterations)
       if (!std::binary_search(options.plan->iterations.begin(), options.plan->iterations.end(), dir.rel))
         plan.plan_problems.push_back(
@@ -152,11 +151,11 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
       iteration->merged_output = dir.dir / kMergedName;
       iteration->merge = options.overwrite || !up_to_date(iteration->merged_output, inputs, recipe);
       Row& row = iteration->merge_row;
-      row.set("dir", dir.rel).set("run", dir.run).set("iteration", dir.iteration);
-      row.set("ranks", int64_t(dir.ranks.size())).set("output", std::string(kMergedName));
+      row.set(ColumnId::dir, dir.rel).set(ColumnId::run, dir.run).set(ColumnId::iteration, dir.iteration);
+      row.set(ColumnId::ranks, int64_t(dir.ranks.size())).set(ColumnId::output, std::string(kMergedName));
       int64_t input_bytes = 0;
       for (const RankFile& file : dir.ranks) input_bytes += int64_t(file.bytes_on_disk);
-      row.set("input_bytes", input_bytes);
+      row.set(ColumnId::input_bytes, input_bytes);
       if (!iteration->merge) mark_skipped(row, iteration->merged_output);
       if (iteration->merge) refuse_a_smaller_merge(*iteration, dir.ranks.size());
       if (iteration->merge) {
@@ -167,7 +166,7 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
           guard_output(iteration->merged_output, rank_paths, true);
         } catch (const OutputRefused& e) {
           iteration->merge = false;
-          row.set("status", std::string("failed")).set("error", std::string(e.what()));
+          row.set_status(RowStatus::failed).set(ColumnId::error, std::string(e.what()));
         }
       }
     }
@@ -182,11 +181,11 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
       task->for_merge = iteration->merge;
       task->process = task->write_output || task->for_merge;
       Row& row = task->row;
-      row.set("dir", dir.rel).set("file", original_name(file)).set("run", dir.run);
-      row.set("iteration", dir.iteration).set("rank", int64_t(file.rank));
-      row.set("output", task->output.filename().string());
+      row.set(ColumnId::dir, dir.rel).set(ColumnId::file, original_name(file)).set(ColumnId::run, dir.run);
+      row.set(ColumnId::iteration, dir.iteration).set(ColumnId::rank, int64_t(file.rank));
+      row.set(ColumnId::output, task->output.filename().string());
       // A copy's row takes the original's size from the copy's record (mark_skipped).
-      if (!file.from_copy) row.set("input_bytes", int64_t(file.bytes_on_disk));
+      if (!file.from_copy) row.set(ColumnId::input_bytes, int64_t(file.bytes_on_disk));
       if (!task->write_output) mark_skipped(row, task->output);
       iteration->ranks.push_back(plan.ranks.size());
       plan.ranks.push_back(std::move(task));
@@ -230,7 +229,8 @@ std::string plan_listing(const SweepPlan& plan) {
       if (iteration->merge)
         out << "merge   " << printable(iteration->dir->rel) << " (" << iteration->ranks.size() << " ranks) -> "
             << kMergedName << "\n";
-      else if (const Cell& error = iteration->merge_row.get("error"); std::holds_alternative<std::string>(error))
+      else if (const Cell& error = iteration->merge_row.get(ColumnId::error);
+               std::holds_alternative<std::string>(error))
         out << "keep    " << printable(iteration->dir->rel) << "/" << kMergedName << " ("
             << printable(std::get<std::string>(error)) << ")\n";
       else

@@ -28,11 +28,7 @@ namespace tracelane::cli {
 namespace fs = boost::filesystem;
 
 // "--shard K/N": a deterministic 1/N of the iteration directories, by position in the
-// sorted relative paths (position % N == K).
-struct Shard {
-  int index = 0;
-  int count = 1;
-};
+// sorted relative paths (position % N == K; Shard, iteration_plan.hpp).
 // N is at most kMaxShards (report.hpp): real job arrays have tens to thousands of tasks
 // (Slurm's MaxArraySize defaults to 1001 and cannot exceed 4000001), and `report --combine`
 // must account for every shard, so a typo such as 0/100000000 is refused here instead of
