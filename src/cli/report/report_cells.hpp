@@ -24,6 +24,9 @@ std::string format_real(double value, int decimals);
 // A cell as the JSON report writes it: text in printable()'s escaped form, reals with the
 // column's decimals, absent as null.
 JsonValue cell_json(const Cell& cell, const Column& column);
+// A real as the shortest text that reads back as the same double (the page's data, so that
+// the page shows the report's number and a test can compare them exactly).
+JsonValue real_json(double value);
 
 struct Totals {
   std::map<std::string, int64_t> counts;  // "<kind>s", "<kind>s_<status>"
@@ -32,6 +35,31 @@ struct Totals {
   // absent. Rows of a real tree never get near; rows read from reports are checked for it.
   std::set<std::string> overflowed;
 };
+
+// How a report is read (report_reader.hpp). `strict`: as `report --combine` and a skipped
+// row's record read it (parse_report_json). `page`: as the page reads it, tolerantly
+// where a viewer should (unknown keys left out, any status, dir or column of another kind
+// shown, figures not in the contract's form left out and named, the totals as given); what
+// it shows is checked as strictly, with the same "<source>: <where>: <what>" messages.
+enum class Reading { strict, page };
+
+// Which of a row's figure keys the page read (the others were absent, null or left out).
+struct FigureKeys {
+  bool window = false, busy = false, bubble = false, timeline = false;
+};
+
+// A report as read, with what only the page needs: the tool that wrote it and, read for
+// the page, the totals as the report gives them (under the column names now), each row's
+// figure keys (one per row) and the notes on figures left out.
+struct ReportRead {
+  Report report;
+  std::string tool;
+  JsonValue totals = JsonValue::object();
+  std::vector<FigureKeys> figure_keys;
+  std::vector<std::string> notes;
+};
+// Throws Error("<source>: <where>: <what>"); parse_report_json() is the strict reading.
+ReportRead read_report(std::string_view json, const std::string& source, Reading reading, bool verify_agreement = true);
 
 // File columns are summed over file rows, merge-only columns over merge rows, so that
 // input_bytes counts every rank file once.

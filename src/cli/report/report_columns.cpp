@@ -3,6 +3,7 @@
 // (JSON, CSV), the sort order that makes a combined report equal a single-node one, and
 // the totals, always recomputed from the rows.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -83,6 +84,13 @@ constexpr StatusName kStatusNames[] = {
 };
 
 }  // namespace
+
+JsonValue real_json(double value) {
+  char buffer[64];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  if (error != std::errc()) return JsonValue::null();
+  return JsonValue::raw_number(std::string(buffer, end));
+}
 
 std::string format_real(double value, int decimals) {
   if (!std::isfinite(value)) return "";

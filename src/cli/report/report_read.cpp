@@ -1,33 +1,35 @@
-// Reading a report back (`report --combine`, a skipped row's record): a partial report
-// comes from another node and is as untrusted as any file in the tree, so every field is
-// checked (type, range, status for the kind, no unknown or repeated keys, totals that the
-// rows give, a plan whose iterations hold the rows) and an error names the file and the
-// JSON path. Reports of schema 2 are read under the column names now (kRenamedColumns);
-// reports of schema 2 and 3 have no plan. A plan file (`sweep --write-plan`) is read here
-// too, by the same reader.
-#include <simdjson.h>
-
+// Reading a report back, by one reader for `report --combine`, a skipped row's record and
+// the page. A partial report comes from another node and is as untrusted as any file in
+// the tree, so every field is checked (type, range, status for the kind, no unknown or
+// repeated keys, totals that the rows give, a plan whose iterations hold the rows) and an
+// error names the file and the JSON path. The page (Reading::page) reads the same way what
+// it shows, and tolerates what a viewer should: keys it does not know, columns of other
+// kinds or missing, dirs and statuses a sweep would not write (never linked), figures not
+// in the contract's form (left out and named: report_read_figures.cpp), totals as given.
+// Reports of schema 2 are read under the column names now (kRenamedColumns); reports of
+// schema 2 and 3 have no plan. A plan file (`sweep --write-plan`) is read here too, by the
+// same reader.
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
 
-#include "report_cells.hpp"
-#include "tracelane/decimal_time.hpp"
+#include "report_reader.hpp"
 #include "tracelane/gzip.hpp"
-#include "tracelane/trace.hpp"
 
 namespace tracelane::cli {
+
+std::string excerpt(simdjson::dom::element value) {
+  std::string text = simdjson::minify(value);
+  if (text.size() > 60) text = text.substr(0, 60) + "...";
+  return text;
+}
 
 namespace {
 
 // The columns, in their order (report_columns()).
 const std::array<Column, kColumnCount>& kColumns = report_columns();
-
-// The figures' keys, after the columns (report_json, parse_report_json).
-const std::vector<std::string_view> kFigureKeys = {"gpu_window_us", "gpu_busy", "bubble_fraction", "timeline"};
 
 // A real as a report holds it: rounded to the decimals it is written with, so that a row
 // read back from a report is the row that was written (and totals of a combined report are
@@ -41,7 +43,8 @@ double rounded(double value, int decimals) {
 // escaped form (decoded back to its bytes), integers non-negative within int64, reals
 // finite and non-negative. Every integer and real column is a count, a size, an index, a
 // ratio or a duration, so a negative value is a corrupt report, never a measurement.
-std::variant<Cell, std::string> cell_from_json(simdjson::dom::element value, const Column& column) {
+// The page says only which type it expected, and shows any finite real.
+std::variant<Cell, std::string> cell_from_json(simdjson::dom::element value, const Column& column, bool for_page) {
   using simdjson::dom::element_type;
   element_type type = value.type();
   if (column.type == ColumnType::text) {
@@ -52,15 +55,19 @@ std::variant<Cell, std::string> cell_from_json(simdjson::dom::element value, con
     return Cell(std::move(*bytes));
   }
   if (column.type == ColumnType::integer) {
-    if (type == element_type::UINT64) return std::string("an integer beyond int64");
     int64_t number;
-    if (type != element_type::INT64 || value.get(number)) return std::string("expected an integer");
+    bool integer = type == element_type::INT64 && !value.get(number);
+    if (for_page && (!integer || number < 0)) return std::string("expected a non-negative integer");
+    if (type == element_type::UINT64) return std::string("an integer beyond int64");
+    if (!integer) return std::string("expected an integer");
     if (number < 0) return std::string("expected a non-negative integer");
     return Cell(number);
   }
   double number;
+  bool finite = !value.get(number) && std::isfinite(number) && number >= 0;
+  if (for_page && !finite) return std::string("expected a finite non-negative number");
   if (value.get(number)) return std::string("expected a number");
-  if (!std::isfinite(number) || number < 0 || number > kMaxReal)
+  if (!finite || (!for_page && number > kMaxReal))
     return std::string("expected a finite non-negative number of at most 1e15");
   return Cell(rounded(number, column.decimals));
 }
@@ -88,181 +95,56 @@ std::optional<Shard> parse_shard_label(std::string_view label) {
   return Shard{int(*k), int(*n)};
 }
 
-// A value from a report for a message: short, one line (printable() is applied where the
-// message is printed).
-std::string excerpt(simdjson::dom::element value) {
-  std::string text = simdjson::minify(value);
-  if (text.size() > 60) text = text.substr(0, 60) + "...";
-  return text;
-}
-
-// parse_report_json's checks, with the JSON path of what is checked for the message.
-class ReportReader {
- public:
-  explicit ReportReader(const std::string& source, int version = kReportSchemaVersion)
-      : source_(source), version_(version) {}
-
-  // A column's or totals key's name as this report writes it (schema 2: kRenamedColumns).
-  std::string_view key_in_file(std::string_view name) const { return column_name_in_schema(name, version_); }
-  int version() const { return version_; }
-
-  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    throw Error(source_ + ": " + where + ": " + what);
-  }
-
-  // The members of an object, each key once and every key one of `known`.
-  std::map<std::string_view, simdjson::dom::element> members(simdjson::dom::element value, const std::string& where,
-                                                             const std::vector<std::string_view>& known) const {
-    simdjson::dom::object object;
-    if (value.get(object)) fail(where, "expected an object, got " + excerpt(value));
-    std::map<std::string_view, simdjson::dom::element> out;
-    for (auto [key, member] : object) {
-      std::string path = where.empty() ? std::string(key) : where + "." + std::string(key);
-      if (std::find(known.begin(), known.end(), key) == known.end()) fail(path, "unknown key");
-      if (!out.emplace(key, member).second) fail(path, "given twice");
-    }
-    return out;
-  }
-
-  simdjson::dom::element required(const std::map<std::string_view, simdjson::dom::element>& members,
-                                  std::string_view key, const std::string& where) const {
+// The cells of a row of `row.kind` from its members. report_json() writes every column of
+// the row's kind (null when unknown), and no other; the page takes what is there.
+void read_cells(const ReportReader& reader, const Members& members, const std::string& where, Row& row) {
+  unsigned bit = 1u << unsigned(row.kind);
+  for (size_t c = 1; c < kColumns.size(); ++c) {
+    const Column& column = kColumns[c];
+    std::string_view key = reader.key_in_file(column.name);
+    std::string path = where + "." + std::string(key);
     auto it = members.find(key);
-    if (it == members.end()) fail(where.empty() ? std::string(key) : where + "." + std::string(key), "missing");
-    return it->second;
-  }
-
-  int64_t integer(simdjson::dom::element value, const std::string& where, int64_t max = INT64_MAX) const {
-    int64_t number;
-    if (value.type() != simdjson::dom::element_type::INT64 || value.get(number) || number < 0 || number > max)
-      fail(where, "expected an integer from 0 to " + std::to_string(max) + ", got " + excerpt(value));
-    return number;
-  }
-
-  std::string text(simdjson::dom::element value, const std::string& where) const {
-    std::string_view raw;
-    if (value.get(raw)) fail(where, "expected a string, got " + excerpt(value));
-    std::optional<std::string> bytes = name_from_report(raw);
-    if (!bytes)
-      fail(where, "not text as tracelane writes it (printable UTF-8, \\\\ and \\xHH escapes): " + excerpt(value));
-    return *bytes;
-  }
-
- private:
-  const std::string& source_;
-  int version_;
-};
-
-// A fraction as figures hold it: a number from 0 to 1, in ten-thousandths.
-int read_fraction(const ReportReader& reader, simdjson::dom::element value, const std::string& where) {
-  double number;
-  if (value.get(number) || !std::isfinite(number) || number < 0 || number > 1)
-    reader.fail(where, "expected a number from 0 to 1, got " + excerpt(value));
-  return int(std::lround(number * kFractionScale));
-}
-
-// The keys of an object in order, each once.
-std::vector<std::pair<std::string_view, simdjson::dom::element>> object_items(const ReportReader& reader,
-                                                                              simdjson::dom::element value,
-                                                                              const std::string& where) {
-  simdjson::dom::object object;
-  if (value.get(object)) reader.fail(where, "expected an object, got " + excerpt(value));
-  std::vector<std::pair<std::string_view, simdjson::dom::element>> out;
-  std::set<std::string_view> seen;
-  for (auto [key, member] : object) {
-    if (!seen.insert(key).second) reader.fail(where + "." + std::string(key), "given twice");
-    out.emplace_back(key, member);
-  }
-  return out;
-}
-
-std::optional<int64_t> read_optional_rank(const ReportReader& reader, simdjson::dom::element value,
-                                          const std::string& where) {
-  if (value.is_null()) return std::nullopt;
-  return reader.integer(value, where);
-}
-
-// The figures of a row (docs/figures.md), when it has any: all of its kind's keys or none
-// (reports written before the figures existed have none), and only on rows with status ok
-// or skipped (figures kept with an up-to-date output, figures_record()).
-std::optional<GpuFigures> read_figures(const ReportReader& reader,
-                                       const std::map<std::string_view, simdjson::dom::element>& members, RowKind kind,
-                                       RowStatus status, const std::string& where) {
-  bool any = false;
-  for (std::string_view key : kFigureKeys) any = any || members.count(key);
-  if (!any) return std::nullopt;
-  if (kind == RowKind::problem || (status != RowStatus::ok && status != RowStatus::skipped))
-    reader.fail(where, std::string("GPU figures on a ") + kind_name(kind) + " row with status " + status_name(status) +
-                           " (only ok and skipped file and merge rows have them)");
-  GpuFigures figures;
-  figures.merged = kind == RowKind::merge;
-  const char* absent = figures.merged ? "gpu_busy" : "bubble_fraction";
-  if (members.count(absent))
-    reader.fail(where + "." + absent, std::string("not a key of ") + kind_name(kind) + " rows");
-
-  simdjson::dom::element window = reader.required(members, "gpu_window_us", where);
-  if (window.get(figures.window_us) || !std::isfinite(figures.window_us) || figures.window_us < 0 ||
-      figures.window_us > kMaxReal)
-    reader.fail(where + ".gpu_window_us",
-                "expected a finite non-negative number of at most 1e15, got " + excerpt(window));
-
-  if (!figures.merged) {
-    std::string path = where + ".gpu_busy";
-    for (auto [key, value] : object_items(reader, reader.required(members, "gpu_busy", where), path)) {
-      std::optional<std::string> name = name_from_report(key);
-      if (!name || name->empty())
-        reader.fail(path, "a group name is not text as tracelane writes it: " + std::string(key));
-      figures.busy[*name] = read_fraction(reader, value, path + "." + std::string(key));
+    if (!(column.kinds & bit) && !reader.for_page()) {
+      if (it != members.end()) reader.fail(path, std::string("not a column of ") + kind_name(row.kind) + " rows");
+      continue;
     }
-  } else {
-    std::string path = where + ".bubble_fraction";
-    for (auto [key, value] : object_items(reader, reader.required(members, "bubble_fraction", where), path)) {
-      int64_t rank;
-      if (!parse_json_int(key, rank) || rank < 0 || std::to_string(rank) != key)
-        reader.fail(path, "a key is not a global rank (a non-negative integer): " + std::string(key));
-      figures.bubble[rank] = read_fraction(reader, value, path + "." + std::string(key));
-    }
+    // "original" is written only when filled (report_json): absent reads as empty.
+    if (it == members.end() && (column.id == ColumnId::original || reader.for_page())) continue;
+    if (it == members.end()) reader.fail(path, "missing");
+    if (it->second.is_null()) continue;
+    auto cell = cell_from_json(it->second, column, reader.for_page());
+    if (std::holds_alternative<std::string>(cell))
+      reader.fail(path, std::get<std::string>(cell), reader.for_page() ? "" : excerpt(it->second));
+    row.cells[c] = std::move(std::get<Cell>(cell));
   }
-
-  std::string path = where + ".timeline";
-  auto fields =
-      reader.members(reader.required(members, "timeline", where), path, {"start_us", "end_us", "bins", "strips"});
-  Timeline& timeline = figures.timeline;
-  for (auto [key, target] : {std::pair{"start_us", &timeline.start_us}, std::pair{"end_us", &timeline.end_us}}) {
-    simdjson::dom::element value = reader.required(fields, key, path);
-    // Times tracelane reads are at most kMaxTimeNs (3e15 us) in size: epoch microseconds pass 1e15.
-    if (value.get(*target) || !std::isfinite(*target) || std::fabs(*target) > double(kMaxTimeNs) / 1000)
-      reader.fail(path + "." + key, "expected a finite number of at most 3e15 in size, got " + excerpt(value));
-  }
-  if (timeline.end_us < timeline.start_us) reader.fail(path + ".end_us", "before start_us");
-  // -0 reads as 0, so that it is written back as 0.
-  for (double* value : {&figures.window_us, &timeline.start_us, &timeline.end_us})
-    if (*value == 0) *value = 0;
-  timeline.bins = int(reader.integer(reader.required(fields, "bins", path), path + ".bins", kMaxTimelineBins));
-  if (timeline.bins < 1) reader.fail(path + ".bins", "expected at least 1 bin");
-  simdjson::dom::array strips;
-  if (reader.required(fields, "strips", path).get(strips)) reader.fail(path + ".strips", "expected an array");
-  size_t n = 0;
-  for (simdjson::dom::element item : strips) {
-    std::string at = path + ".strips[" + std::to_string(n++) + "]";
-    auto strip_fields = reader.members(item, at, {"rank", "pp_rank", "group", "occupancy"});
-    TimelineStrip strip;
-    strip.rank = read_optional_rank(reader, reader.required(strip_fields, "rank", at), at + ".rank");
-    strip.pp_rank = read_optional_rank(reader, reader.required(strip_fields, "pp_rank", at), at + ".pp_rank");
-    strip.group = reader.text(reader.required(strip_fields, "group", at), at + ".group");
-    if (strip.group.empty()) reader.fail(at + ".group", "empty");
-    std::string_view digits;
-    simdjson::dom::element occupancy = reader.required(strip_fields, "occupancy", at);
-    if (occupancy.get(digits) || digits.size() != size_t(timeline.bins) ||
-        digits.find_first_not_of("0123456789") != std::string_view::npos)
-      reader.fail(at + ".occupancy",
-                  "expected " + std::to_string(timeline.bins) + " digits, got " + excerpt(occupancy));
-    strip.occupancy = std::string(digits);
-    timeline.strips.push_back(std::move(strip));
-  }
-  return figures;
 }
 
-Row read_row(const ReportReader& reader, simdjson::dom::element item, const std::string& where) {
+// What a sweep writes in the cells that identify a row and decide its outcome; the row's
+// status, which read_figures() needs.
+RowStatus check_row(const ReportReader& reader, const Members& members, const std::string& where, const Row& row) {
+  // sweep --remove-originals writes "removed" or "kept: <reason>".
+  if (const Cell& original = row.get(ColumnId::original); std::holds_alternative<std::string>(original)) {
+    std::string_view text = std::get<std::string>(original);
+    if (text != "removed" && text.substr(0, 6) != "kept: ")
+      reader.fail(where + ".original", "expected \"removed\" or \"kept: <reason>\"", excerpt(members.at("original")));
+  }
+  // What identifies a row and decides the outcome is never unknown.
+  for (ColumnId id : {ColumnId::dir, ColumnId::status})
+    if (!std::holds_alternative<std::string>(row.get(id)))
+      reader.fail(where + "." + column_of(id).name, "missing (null)");
+  // A dir becomes a path under ROOT and a link on the page: never one that leads out.
+  if (!is_dir_under_root(row.text(ColumnId::dir)))  // text cells hold the raw bytes
+    reader.fail(where + ".dir", "not a directory under the report's root (\".\" or a relative path without \"..\"): " +
+                                    excerpt(members.at("dir")));
+  std::optional<RowStatus> status = row.status();
+  if (!status || !status_allowed(row.kind, *status))
+    reader.fail(where + ".status",
+                std::string("not a status of ") + kind_name(row.kind) + " rows: " + excerpt(members.at("status")));
+  return *status;
+}
+
+// A row; read for the page, its figure keys and notes go to `page`.
+Row read_row(const ReportReader& reader, simdjson::dom::element item, const std::string& where, ReportRead& page) {
   std::vector<std::string_view> known;
   for (const Column& column : kColumns) known.push_back(reader.key_in_file(column.name));
   known.insert(known.end(), kFigureKeys.begin(), kFigureKeys.end());
@@ -278,46 +160,13 @@ Row read_row(const ReportReader& reader, simdjson::dom::element item, const std:
     row.kind = RowKind::problem;
   else
     reader.fail(where + ".kind", "unknown row kind " + excerpt(members.at("kind")));
-  unsigned bit = 1u << unsigned(row.kind);
-  // report_json() writes every column of the row's kind (null when unknown), and no other.
-  for (size_t c = 1; c < kColumns.size(); ++c) {
-    const Column& column = kColumns[c];
-    std::string_view key = reader.key_in_file(column.name);
-    std::string path = where + "." + std::string(key);
-    auto it = members.find(key);
-    if (!(column.kinds & bit)) {
-      if (it != members.end()) reader.fail(path, std::string("not a column of ") + kind_name(row.kind) + " rows");
-      continue;
-    }
-    // "original" is written only when filled (report_json): absent reads as empty.
-    if (it == members.end() && column.id == ColumnId::original) continue;
-    if (it == members.end()) reader.fail(path, "missing");
-    if (it->second.is_null()) continue;
-    auto cell = cell_from_json(it->second, column);
-    if (std::holds_alternative<std::string>(cell))
-      reader.fail(path, std::get<std::string>(cell) + ", got " + excerpt(it->second));
-    row.cells[c] = std::move(std::get<Cell>(cell));
+  read_cells(reader, members, where, row);
+  if (reader.for_page()) {
+    page.figure_keys.emplace_back();
+    row.figures = read_figures_for_page(reader, members, row.kind, where, page.figure_keys.back(), page.notes);
+    return row;
   }
-  // sweep --remove-originals writes "removed" or "kept: <reason>".
-  if (const Cell& original = row.get(ColumnId::original); std::holds_alternative<std::string>(original)) {
-    std::string_view text = std::get<std::string>(original);
-    if (text != "removed" && text.substr(0, 6) != "kept: ")
-      reader.fail(where + ".original",
-                  "expected \"removed\" or \"kept: <reason>\", got " + excerpt(members.at("original")));
-  }
-  // What identifies a row and decides the outcome is never unknown.
-  for (ColumnId id : {ColumnId::dir, ColumnId::status})
-    if (!std::holds_alternative<std::string>(row.get(id)))
-      reader.fail(where + "." + column_of(id).name, "missing (null)");
-  // A dir becomes a path under ROOT and a link on the page: never one that leads out.
-  if (!is_dir_under_root(row.text(ColumnId::dir)))  // text cells hold the raw bytes
-    reader.fail(where + ".dir", "not a directory under the report's root (\".\" or a relative path without \"..\"): " +
-                                    excerpt(members.at("dir")));
-  std::optional<RowStatus> status = row.status();
-  if (!status || !status_allowed(row.kind, *status))
-    reader.fail(where + ".status",
-                std::string("not a status of ") + kind_name(row.kind) + " rows: " + excerpt(members.at("status")));
-  row.figures = read_figures(reader, members, row.kind, *status, where);
+  row.figures = read_figures(reader, members, row.kind, check_row(reader, members, where, row), where);
   return row;
 }
 
@@ -399,6 +248,178 @@ void check_totals(const ReportReader& reader, simdjson::dom::element given, cons
   }
 }
 
+// Scalars, and arrays or objects of them (totals), as they are; anything deeper or not
+// finite fails.
+JsonValue copy_plain(const ReportReader& reader, simdjson::dom::element value, const std::string& where,
+                     int depth = 0) {
+  using simdjson::dom::element_type;
+  switch (value.type()) {
+    case element_type::NULL_VALUE:
+      return JsonValue::null();
+    case element_type::BOOL: {
+      bool flag = false;
+      if (value.get(flag)) reader.fail(where, "unreadable value");
+      return JsonValue::boolean(flag);
+    }
+    case element_type::STRING: {
+      std::string_view text;
+      if (value.get(text)) reader.fail(where, "unreadable value");
+      return JsonValue::string(std::string(text));
+    }
+    case element_type::INT64: {
+      int64_t number = 0;
+      if (value.get(number)) reader.fail(where, "unreadable value");
+      return JsonValue::integer(number);
+    }
+    case element_type::UINT64:
+    case element_type::DOUBLE: {
+      double number;
+      if (value.get(number) || !std::isfinite(number)) reader.fail(where, "expected a finite number");
+      return real_json(number);
+    }
+    case element_type::ARRAY: {
+      if (depth >= 2) reader.fail(where, "nested too deep");
+      JsonValue out = JsonValue::array();
+      size_t i = 0;
+      simdjson::dom::array items;
+      if (value.get(items)) reader.fail(where, "unreadable value");
+      for (simdjson::dom::element item : items)
+        out.push(copy_plain(reader, item, where + "[" + std::to_string(i++) + "]", depth + 1));
+      return out;
+    }
+    case element_type::OBJECT: {
+      if (depth >= 2) reader.fail(where, "nested too deep");
+      JsonValue out = JsonValue::object();
+      simdjson::dom::object members;
+      if (value.get(members)) reader.fail(where, "unreadable value");
+      for (auto [key, item] : members)
+        out.set(std::string(key), copy_plain(reader, item, where + "." + std::string(key), depth + 1));
+      return out;
+    }
+  }
+  reader.fail(where, "unexpected value");
+}
+
+// The report's totals for the page, under today's names (a schema 2 report's renamed
+// columns too).
+JsonValue page_totals(const ReportReader& reader, simdjson::dom::element value) {
+  simdjson::dom::object given;
+  if (value.get(given)) return copy_plain(reader, value, "totals");
+  JsonValue totals = JsonValue::object();
+  for (auto [key, item] : given) {
+    std::string name(key);
+    for (const RenamedColumn& renamed : kRenamedColumns)
+      if (reader.version() < 3 && key == renamed.schema2) name = renamed.name;
+    totals.set(name, copy_plain(reader, item, "totals." + std::string(key), 1));
+  }
+  return totals;
+}
+
+simdjson::dom::element parse_document(simdjson::dom::parser& parser, std::string_view json, const std::string& source) {
+  simdjson::dom::element doc;
+  if (auto error = parser.parse(json.data(), json.size()).get(doc))
+    throw Error(source + ": not a JSON report: " + simdjson::error_message(error));
+  return doc;
+}
+
+int schema_version_of(simdjson::dom::element doc, const std::string& source) {
+  simdjson::dom::object object;
+  int64_t found = 0;
+  bool has_version = !doc.get(object) && !object["schema_version"].get(found);
+  return readable_schema_version(source, has_version ? std::optional(found) : std::nullopt);
+}
+
+std::vector<std::string_view> top_level_keys(int version) {
+  std::vector<std::string_view> keys = {"schema_version", "tool", "root",   "shard",
+                                        "timing_columns", "runs", "totals", "rows"};
+  if (version >= 4) keys.push_back("plan");
+  return keys;
+}
+
+// A member every report has; the page does without those it does not show (nothing).
+std::optional<simdjson::dom::element> member(const ReportReader& reader, const Members& members, std::string_view key) {
+  if (reader.for_page() && !members.count(key)) return std::nullopt;
+  return reader.required(members, key, "");
+}
+
+// The report's own fields: the tool that wrote it, ROOT, the shard, the plan and the
+// timing columns' names. The page shows a null tool or root as empty, and has no use
+// for the plan or the names.
+void read_head(const ReportReader& reader, const Members& members, ReportRead& read) {
+  Report& report = read.report;
+  simdjson::dom::element tool = reader.required(members, "tool", "");
+  std::string_view tool_text;
+  if (!(reader.for_page() && tool.is_null()) && tool.get(tool_text)) reader.fail("tool", "expected a string");
+  read.tool = std::string(tool_text);
+  simdjson::dom::element root = reader.required(members, "root", "");
+  if (!(reader.for_page() && root.is_null())) report.root = reader.text(root, "root");
+
+  std::optional<simdjson::dom::element> shard = member(reader, members, "shard");
+  if (shard && !shard->is_null()) {
+    auto fields = reader.members(*shard, "shard", {"index", "count"});
+    int64_t count = reader.integer(reader.required(fields, "count", "shard"), "shard.count", kMaxShards);
+    int64_t index = reader.integer(reader.required(fields, "index", "shard"), "shard.index", kMaxShards);
+    if (!valid_shard(index, count))
+      reader.fail("shard", "index " + std::to_string(index) + " is not below count " + std::to_string(count));
+    report.shard = Shard{int(index), int(count)};
+  }
+  if (reader.for_page()) return;
+  if (reader.version() >= 4) {
+    simdjson::dom::element plan = reader.required(members, "plan", "");
+    if (!plan.is_null())
+      report.plan =
+          read_plan(reader, reader.members(plan, "plan", {"digest", "count", "iterations"}), "plan", report.shard);
+  }
+  simdjson::dom::array names;
+  if (reader.required(members, "timing_columns", "").get(names)) reader.fail("timing_columns", "expected an array");
+  for (simdjson::dom::element name : names)
+    if (!name.is_string()) reader.fail("timing_columns", "expected strings", excerpt(name));
+}
+
+void read_runs(const ReportReader& reader, const Members& members, Report& report) {
+  std::optional<simdjson::dom::element> value = member(reader, members, "runs");
+  if (!value) return;
+  simdjson::dom::array runs;
+  if (value->get(runs)) reader.fail("runs", "expected an array");
+  size_t n = 0;
+  for (simdjson::dom::element item : runs)
+    report.runs.push_back(read_run(reader, item, "runs[" + std::to_string(n++) + "]"));
+}
+
+void read_rows(const ReportReader& reader, const Members& members, ReportRead& read) {
+  simdjson::dom::array rows;
+  if (reader.required(members, "rows", "").get(rows)) reader.fail("rows", "expected an array");
+  size_t n = 0;
+  for (simdjson::dom::element item : rows)
+    read.report.rows.push_back(read_row(reader, item, "rows[" + std::to_string(n++) + "]", read));
+}
+
+// The totals: those the rows give (`verify_agreement`), or an object. The page shows them
+// as the report gives them, under the column names now.
+void read_totals(const ReportReader& reader, const Members& members, ReportRead& read, bool verify_agreement) {
+  std::optional<simdjson::dom::element> totals = member(reader, members, "totals");
+  if (reader.for_page()) {
+    read.totals = totals ? page_totals(reader, *totals) : JsonValue::object();
+  } else if (verify_agreement) {
+    check_totals(reader, *totals, read.report.rows);
+  } else if (!totals->is_object()) {
+    reader.fail("totals", "expected an object");
+  }
+}
+
+// What the sweep took is its plan's share: a row of another iteration was not planned.
+void check_rows_against_plan(const ReportReader& reader, const Report& report) {
+  if (!report.plan) return;
+  const std::vector<std::string>& taken = report.plan->iterations;
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    const Row& row = report.rows[i];
+    if (row.kind != RowKind::problem && !std::binary_search(taken.begin(), taken.end(), row.text(ColumnId::dir)))
+      reader.fail("rows[" + std::to_string(i) + "].dir", "not one of the plan's iterations (plan.iterations)");
+  }
+  if (!report.shard && plan_digest(taken) != report.plan->digest)
+    reader.fail("plan.digest", "not the digest of the iterations listed");
+}
+
 }  // namespace
 
 int readable_schema_version(const std::string& source, std::optional<int64_t> found) {
@@ -431,7 +452,7 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
     simdjson::dom::element value;
     if (item[column.name].get(value) && item[column_name_in_schema(column.name, 2)].get(value)) continue;
     if (value.is_null()) continue;
-    auto cell = cell_from_json(value, column);
+    auto cell = cell_from_json(value, column, false);
     if (!std::holds_alternative<Cell>(cell)) return false;
     filled.cells[c] = std::move(std::get<Cell>(cell));
   }
@@ -459,75 +480,24 @@ bool fill_figures_from_record(Row& row, std::string_view record) {
   }
 }
 
-Report parse_report_json(std::string_view json, const std::string& source, bool verify_agreement) {
+ReportRead read_report(std::string_view json, const std::string& source, Reading reading, bool verify_agreement) {
   simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (auto error = parser.parse(json.data(), json.size()).get(doc))
-    throw Error(source + ": not a JSON report: " + simdjson::error_message(error));
+  simdjson::dom::element doc = parse_document(parser, json, source);
   // The version first, so that a report of another version says only that.
-  simdjson::dom::object object;
-  int64_t found = 0;
-  bool has_version = !doc.get(object) && !object["schema_version"].get(found);
-  ReportReader reader(source, readable_schema_version(source, has_version ? std::optional(found) : std::nullopt));
-  std::vector<std::string_view> keys = {"schema_version", "tool", "root",   "shard",
-                                        "timing_columns", "runs", "totals", "rows"};
-  if (reader.version() >= 4) keys.push_back("plan");
-  auto members = reader.members(doc, "", keys);
-  Report report;
-  report.source = source;
-  std::string_view tool;
-  if (reader.required(members, "tool", "").get(tool)) reader.fail("tool", "expected a string");
-  report.root = reader.text(reader.required(members, "root", ""), "root");
+  ReportReader reader(source, schema_version_of(doc, source), reading);
+  Members members = reader.members(doc, "", top_level_keys(reader.version()));
+  ReportRead read;
+  read.report.source = source;
+  read_head(reader, members, read);  // tool, root, shard, plan
+  read_runs(reader, members, read.report);
+  read_rows(reader, members, read);
+  read_totals(reader, members, read, verify_agreement);
+  if (verify_agreement && !reader.for_page()) check_rows_against_plan(reader, read.report);
+  return read;
+}
 
-  simdjson::dom::element shard = reader.required(members, "shard", "");
-  if (!shard.is_null()) {
-    auto fields = reader.members(shard, "shard", {"index", "count"});
-    int64_t count = reader.integer(reader.required(fields, "count", "shard"), "shard.count", kMaxShards);
-    int64_t index = reader.integer(reader.required(fields, "index", "shard"), "shard.index", kMaxShards);
-    if (!valid_shard(index, count))
-      reader.fail("shard", "index " + std::to_string(index) + " is not below count " + std::to_string(count));
-    report.shard = Shard{int(index), int(count)};
-  }
-  if (reader.version() >= 4) {
-    simdjson::dom::element plan = reader.required(members, "plan", "");
-    if (!plan.is_null())
-      report.plan =
-          read_plan(reader, reader.members(plan, "plan", {"digest", "count", "iterations"}), "plan", report.shard);
-  }
-
-  simdjson::dom::array names;
-  if (reader.required(members, "timing_columns", "").get(names)) reader.fail("timing_columns", "expected an array");
-  for (simdjson::dom::element name : names)
-    if (!name.is_string()) reader.fail("timing_columns", "expected strings, got " + excerpt(name));
-
-  simdjson::dom::array runs;
-  if (reader.required(members, "runs", "").get(runs)) reader.fail("runs", "expected an array");
-  size_t n = 0;
-  for (simdjson::dom::element item : runs)
-    report.runs.push_back(read_run(reader, item, "runs[" + std::to_string(n++) + "]"));
-
-  simdjson::dom::array rows;
-  if (reader.required(members, "rows", "").get(rows)) reader.fail("rows", "expected an array");
-  n = 0;
-  for (simdjson::dom::element item : rows)
-    report.rows.push_back(read_row(reader, item, "rows[" + std::to_string(n++) + "]"));
-  simdjson::dom::element totals = reader.required(members, "totals", "");
-  if (verify_agreement)
-    check_totals(reader, totals, report.rows);
-  else if (!totals.is_object())
-    reader.fail("totals", "expected an object");
-  if (report.plan && verify_agreement) {
-    // What the sweep took is its plan's share: a row of another iteration was not planned.
-    const std::vector<std::string>& taken = report.plan->iterations;
-    for (size_t i = 0; i < report.rows.size(); ++i) {
-      const Row& row = report.rows[i];
-      if (row.kind != RowKind::problem && !std::binary_search(taken.begin(), taken.end(), row.text(ColumnId::dir)))
-        reader.fail("rows[" + std::to_string(i) + "].dir", "not one of the plan's iterations (plan.iterations)");
-    }
-    if (!report.shard && plan_digest(taken) != report.plan->digest)
-      reader.fail("plan.digest", "not the digest of the iterations listed");
-  }
-  return report;
+Report parse_report_json(std::string_view json, const std::string& source, bool verify_agreement) {
+  return read_report(json, source, Reading::strict, verify_agreement).report;
 }
 
 PlanFile parse_plan_file(std::string_view json, const std::string& source) {
