@@ -147,22 +147,27 @@ int report_combined(const Combined& combined, const std::vector<Report>& partial
   return failed_count > 0 || !combined.problems.empty() ? kExitFailed : kExitOk;
 }
 
-}  // namespace
-
-int run_report(int argc, char** argv) {
+// `report`'s options, as given.
+struct ReportArguments {
   std::vector<std::string> combine;
   std::string report_dir, html, output;
   bool quiet = false, overwrite = false;
+};
+
+// Nothing, or the exit status of a command line that is help, wrong, or a mix of --html's
+// and --combine's options.
+std::optional<int> parse_report_arguments(int argc, char** argv, ReportArguments& args) {
   po::options_description options("report options");
   options.add_options()("help,h", "show this help")(
-      "combine", po::value(&combine)->multitoken(),
+      "combine", po::value(&args.combine)->multitoken(),
       "partial reports (tracelane_report.shard-K-of-N.json) or directories holding them")(
-      "report-dir", po::value(&report_dir),
+      "report-dir", po::value(&args.report_dir),
       "where to write tracelane_report.json/.csv/.html (default: the first directory)")(
-      "html", po::value(&html), "draw the page of an existing report: REPORT.json -> REPORT.html")(
-      "output,o", po::value(&output), "with --html: where to write the page, OUT.html (default: beside REPORT.json)")(
-      "overwrite", po::bool_switch(&overwrite), "with --html -o: replace an existing OUT.html")(
-      "quiet,q", po::bool_switch(&quiet), "print only problems");
+      "html", po::value(&args.html), "draw the page of an existing report: REPORT.json -> REPORT.html")(
+      "output,o", po::value(&args.output),
+      "with --html: where to write the page, OUT.html (default: beside REPORT.json)")(
+      "overwrite", po::bool_switch(&args.overwrite), "with --html -o: replace an existing OUT.html")(
+      "quiet,q", po::bool_switch(&args.quiet), "print only problems");
   po::positional_options_description positional;
   positional.add("combine", -1);
   const CommandLine line{"report",
@@ -170,54 +175,80 @@ int run_report(int argc, char** argv) {
                          "       tracelane report --html REPORT.json [-o OUT.html [--overwrite]]\n",
                          ""};
   if (auto done = parse_command_line(argc, argv, line, options, {}, positional)) return *done;
-  if (!html.empty()) {
-    if (!combine.empty() || !report_dir.empty()) {
-      std::cerr << "tracelane report: --html takes one report and -o, not --combine or --report-dir\n";
-      return kExitUsage;
-    }
-    return write_report_page(html, output, overwrite, quiet);
+  if (!args.html.empty() && (!args.combine.empty() || !args.report_dir.empty())) {
+    std::cerr << "tracelane report: --html takes one report and -o, not --combine or --report-dir\n";
+    return kExitUsage;
   }
-  if (!output.empty()) {
+  if (args.html.empty() && !args.output.empty()) {
     std::cerr << "tracelane report: -o is for --html (--combine writes into --report-dir)\n";
     return kExitUsage;
   }
-  if (combine.empty()) {
+  if (args.html.empty() && args.combine.empty()) {
     std::cerr << "tracelane report: nothing to combine (give --combine DIR_OR_FILES...)\n";
     return kExitUsage;
   }
-  std::vector<fs::path> files;
-  fs::path first_dir;
-  if (auto failed = partial_report_files(combine, files, first_dir)) return *failed;
-  if (files.empty()) return kExitUsage;
-  // Checked before anything is read: the combined report never replaces one of its inputs.
-  fs::path out_dir = report_dir.empty() ? first_dir : fs::path(report_dir);
-  std::string base = report_base_name(std::nullopt);
-  // Made first, so that the guard every writing command goes through (an input under
-  // the name, through any link; a directory there) judges the real directory.
+  return std::nullopt;
+}
+
+// Nothing, or the exit status when a combined report's file in `out_dir` would replace
+// one of `inputs`. The directory is made first, so that the guard every writing command
+// goes through (an input under the name, through any link; a directory there) judges the
+// real directory.
+std::optional<int> guard_combined_report(const fs::path& out_dir, const std::vector<fs::path>& inputs) {
   boost::system::error_code made;
   fs::create_directories(out_dir, made);
   for (const char* extension : {".json", ".csv", ".html"}) {
     try {
-      guard_output(out_dir / (base + extension), files, true);
+      guard_output(out_dir / (report_base_name(std::nullopt) + extension), inputs, true);
     } catch (const OutputRefused& e) {
       print_error(std::string(e.what()) + " (not overwritten; give another --report-dir)");
       return kExitUsage;
     }
   }
+  return std::nullopt;
+}
+
+// The combined report's JSON, CSV and page in `out_dir`; the JSON's path, or nothing
+// (the error printed).
+std::optional<fs::path> write_combined_report(const Combined& combined, const fs::path& out_dir) {
+  try {
+    boost::system::error_code ec;
+    fs::create_directories(out_dir, ec);
+    return write_report(combined.report, out_dir);
+  } catch (const Error& e) {
+    std::cerr << shown(e.what()) << "\n";
+    return std::nullopt;
+  }
+}
+
+// `report --combine`: the partial reports of a sharded sweep joined into one report.
+int combine_command(const ReportArguments& args) {
+  // Which partial reports: the files named, and each directory's shard reports.
+  std::vector<fs::path> files;
+  fs::path first_dir;
+  if (auto failed = partial_report_files(args.combine, files, first_dir)) return *failed;
+  if (files.empty()) return kExitUsage;
+  // Checked before anything is read: the combined report never replaces one of its inputs.
+  fs::path out_dir = args.report_dir.empty() ? first_dir : fs::path(args.report_dir);
+  if (auto refused = guard_combined_report(out_dir, files)) return *refused;
+  // Each read and checked; one that cannot be read becomes a failed problem row.
   std::vector<std::string> unreadable;
   std::vector<Report> partials = read_partial_reports(files, unreadable);
   Combined combined = combine_reports(partials, unreadable);
   for (const std::string& problem : combined.problems) std::cerr << shown(problem) << "\n";
-  fs::path written;
-  try {
-    boost::system::error_code ec;
-    fs::create_directories(out_dir, ec);
-    written = write_report(combined.report, out_dir);
-  } catch (const Error& e) {
-    std::cerr << shown(e.what()) << "\n";
-    return kExitFailed;
-  }
-  return report_combined(combined, partials, written, quiet);
+  std::optional<fs::path> written = write_combined_report(combined, out_dir);
+  if (!written) return kExitFailed;
+  // What failed, in the shards and in the combining, and the exit status.
+  return report_combined(combined, partials, *written, args.quiet);
+}
+
+}  // namespace
+
+int run_report(int argc, char** argv) {
+  ReportArguments args;
+  if (auto done = parse_report_arguments(argc, argv, args)) return *done;
+  if (!args.html.empty()) return write_report_page(args.html, args.output, args.overwrite, args.quiet);
+  return combine_command(args);
 }
 
 }  // namespace tracelane::cli
