@@ -25,7 +25,7 @@
 //
 // For a long run add -max_total_time=SECONDS (and a new -seed each time); CI runs a fixed
 // -seed and -runs. Add each finding, once fixed, as a regression test in
-// tests/unit/report_test.cpp and its input to tests/fuzz/corpus_report (regress_*).
+// tests/unit/report_read_test.cpp and its input to tests/fuzz/corpus_report (regress_*).
 #include <simdjson.h>
 
 #include <algorithm>
