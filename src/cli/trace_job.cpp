@@ -167,8 +167,10 @@ void fill_merge_row(Row& row, const MergeSummary& summary) {
   std::vector<std::pair<int, int64_t>> order = summary.pp_ranks;
   std::sort(order.begin(), order.end());
   std::string pp_order;
-  for (const auto& [pp_rank, global_rank] : order)
-    pp_order += (pp_order.empty() ? "" : " ") + std::to_string(global_rank);
+  for (const auto& [pp_rank, global_rank] : order) {
+    if (!pp_order.empty()) pp_order += ' ';
+    pp_order += std::to_string(global_rank);
+  }
   row.set(ColumnId::pp_order, pp_order).set(ColumnId::pp_order_source, summary.pp_order_source);
   row.set(ColumnId::time_alignment, summary.time_alignment);
   const PpCounts& pp = summary.pp;  // the columns are the summary's keys (pp_count_fields)
