@@ -22,6 +22,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "printable.hpp"
 #include "report_cells.hpp"
@@ -139,11 +140,12 @@ JsonValue timeline_json(const Timeline& timeline, Groups& groups) {
   for (const TimelineStrip& strip : timeline.strips) {
     JsonValue item = JsonValue::array();
     item.push(rank(strip.rank)).push(rank(strip.pp_rank)).push(groups.of(report_text(strip.group)));
-    strips.push(item.push(JsonValue::string(strip.occupancy)));
+    item.push(JsonValue::string(strip.occupancy));
+    strips.push(std::move(item));
   }
   JsonValue out = JsonValue::object();
   out.set("start_us", real_json(timeline.start_us)).set("end_us", real_json(timeline.end_us));
-  out.set("bins", JsonValue::integer(timeline.bins)).set("strips", strips);
+  out.set("bins", JsonValue::integer(timeline.bins)).set("strips", std::move(strips));
   return out;
 }
 
@@ -158,12 +160,12 @@ Figures figures_json(const std::optional<GpuFigures>& figures, const FigureKeys&
     JsonValue busy = JsonValue::array();
     for (const auto& [group, value] : figures->busy)
       busy.push(JsonValue::array().push(groups.of(report_text(group))).push(fraction(value)));
-    out.out.set("gpu_busy", busy);
+    out.out.set("gpu_busy", std::move(busy));
   }
   if (keys.bubble) {
     JsonValue bubble = JsonValue::object();
     for (const auto& [rank, value] : figures->bubble) bubble.set(std::to_string(rank), fraction(value));
-    out.out.set("bubble_fraction", bubble);
+    out.out.set("bubble_fraction", std::move(bubble));
   }
   if (keys.timeline) out.timeline = timeline_json(figures->timeline, groups);
   return out;
@@ -257,10 +259,11 @@ JsonValue page_rows(const ReportRead& read, std::vector<Figures>& figures, const
     bool has_dir = std::holds_alternative<std::string>(row.get(ColumnId::dir));
     bool has_output = std::holds_alternative<std::string>(row.get(ColumnId::output));
     bool merge_draws_it = row.kind == RowKind::file && has_dir && merged_timeline_dirs.count(row.text(ColumnId::dir));
-    if (figure.timeline && !merge_draws_it) figure.out.set("timeline", *figure.timeline);
+    if (figure.timeline && !merge_draws_it) figure.out.set("timeline", std::move(*figure.timeline));
     if (link_base && has_dir && has_output)
       link_output(figure, dir_links, *link_base, row.text(ColumnId::dir), row.text(ColumnId::output));
-    rows.push(cells.push(figure.out));
+    cells.push(std::move(figure.out));
+    rows.push(std::move(cells));
   }
   return rows;
 }
@@ -312,12 +315,12 @@ std::string report_html(std::string_view report_json, const std::string& source,
   data.set("source", JsonValue::string(report_text(source)));
   data.set("root", JsonValue::string(root)).set("tool", JsonValue::string(read.tool));
   data.set("shard", shard_json(read.report.shard)).set("runs", runs_json(read.report.runs));
-  data.set("totals", read.totals);
+  data.set("totals", std::move(read.totals));
   JsonValue columns = JsonValue::array(), links = JsonValue::object();
   for (ColumnId id : kPageColumns) columns.push(JsonValue::string(column_of(id).name));
   for (const auto& [dir, link] : dir_links) links.set(dir, JsonValue::string(link));
-  data.set("columns", columns).set("groups", groups.names).set("links", links);
-  data.set("rows", rows).set("notes", notes_json(read.notes));
+  data.set("columns", std::move(columns)).set("groups", std::move(groups.names)).set("links", std::move(links));
+  data.set("rows", std::move(rows)).set("notes", notes_json(read.notes));
   // The page: that data in a script element, drawn by the page's script; one file.
   return page_document(root, data, report_json.size() / 2);
 }

@@ -1,6 +1,8 @@
 // Writing a report: the JSON and CSV files (atomically, with the page drawn from the JSON),
 // and the records kept with each output (row_record, figures_record) that a later sweep
 // reads back for a row it skips.
+#include <utility>
+
 #include "files.hpp"
 #include "printable.hpp"
 #include "report_cells.hpp"
@@ -23,7 +25,7 @@ void add_plan_json(JsonValue& object, const IterationPlan& plan) {
   object.set("count", JsonValue::integer(plan.count));
   JsonValue iterations = JsonValue::array();
   for (const std::string& name : plan.iterations) iterations.push(JsonValue::string(report_text(name)));
-  object.set("iterations", iterations);
+  object.set("iterations", std::move(iterations));
 }
 
 }  // namespace
@@ -37,14 +39,14 @@ std::string report_json(const Report& report) {
     JsonValue shard = JsonValue::object();
     shard.set("index", JsonValue::integer(report.shard->index));
     shard.set("count", JsonValue::integer(report.shard->count));
-    doc.set("shard", shard);
+    doc.set("shard", std::move(shard));
   } else {
     doc.set("shard", JsonValue::null());
   }
   if (report.plan) {
     JsonValue plan = JsonValue::object();
     add_plan_json(plan, *report.plan);
-    doc.set("plan", plan);
+    doc.set("plan", std::move(plan));
   } else {
     doc.set("plan", JsonValue::null());
   }
@@ -61,9 +63,9 @@ std::string report_json(const Report& report) {
     item.set("wall_seconds", JsonValue::raw_number(format_real(run.wall_seconds, 3)));
     item.set("jobs", JsonValue::integer(run.jobs));
     item.set("memory_budget_bytes", JsonValue::integer(int64_t(run.memory_budget_bytes)));
-    runs.push(item);
+    runs.push(std::move(item));
   }
-  doc.set("runs", runs);
+  doc.set("runs", std::move(runs));
 
   doc.set("totals", totals_json(report.rows));
 
@@ -82,9 +84,9 @@ std::string report_json(const Report& report) {
         item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
     }
     if (row.figures && row.kind != RowKind::problem) add_figures_json(item, *row.figures, report_text);
-    rows.push(item);
+    rows.push(std::move(item));
   }
-  doc.set("rows", rows);
+  doc.set("rows", std::move(rows));
   return doc.dump(2) + "\n";
 }
 
