@@ -205,59 +205,82 @@ struct Walker {
   // ancestors below ROOT).
   void walk(int fd, const fs::path& dir, const std::string& rel, std::vector<std::pair<dev_t, ino_t>>& ancestors,
             bool through_link) {
+    std::pair<dev_t, ino_t> key;
+    if (!enter_once(fd, rel, ancestors, key)) return;
+    std::vector<std::string> names;
+    if (!list(fd, rel, names)) return;
+    std::vector<std::string> subdirs;
+    add_iteration(fd, dir, rel, names, through_link, subdirs);
+    ancestors.push_back(key);
+    for (const std::string& name : subdirs) walk_subdirectory(fd, dir, rel, name, ancestors, through_link);
+    ancestors.pop_back();
+  }
+
+  // The directory's identity (`key`), false (said) when it cannot be examined or was
+  // entered before: a loop back to an ancestor, or a second way to one already walked.
+  bool enter_once(int fd, const std::string& rel, const std::vector<std::pair<dev_t, ino_t>>& ancestors,
+                  std::pair<dev_t, ino_t>& key) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
       problem(rel, std::string("cannot read directory: ") + std::strerror(errno), true);
-      return;
+      return false;
     }
-    std::pair<dev_t, ino_t> key{st.st_dev, st.st_ino};
+    key = {st.st_dev, st.st_ino};
     if (auto seen = visited.find(key); seen != visited.end()) {
       bool loop = std::find(ancestors.begin(), ancestors.end(), key) != ancestors.end();
       problem(rel,
               (loop ? "symlink loop: leads back to " : "reached twice: same directory as ") + seen->second +
                   " (not entered again)",
               false);
-      return;
+      return false;
     }
     visited.emplace(key, rel);
+    return true;
+  }
 
-    std::vector<std::string> names;
+  // The directory's entries, sorted; false (a failure, said) when it cannot be listed.
+  bool list(int fd, const std::string& rel, std::vector<std::string>& names) {
     if (int error = list_directory(fd, names)) {
       problem(rel, std::string("cannot list directory: ") + std::strerror(error), true);
+      return false;
+    }
+    return true;
+  }
+
+  // Examines every entry: the rank files make an iteration (with the copies of originals
+  // that are gone), the directories go into `subdirs`.
+  void add_iteration(int fd, const fs::path& dir, const std::string& rel, const std::vector<std::string>& names,
+                     bool through_link, std::vector<std::string>& subdirs) {
+    IterationDir iteration;
+    for (const std::string& name : names) examine_entry(fd, dir, rel, name, iteration, subdirs);
+    if (iteration.ranks.empty()) return;
+    add_copies_of_gone_originals(fd, dir, names, iteration.ranks);
+    std::stable_sort(iteration.ranks.begin(), iteration.ranks.end(),
+                     [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });
+    iteration.dir = dir;
+    iteration.through_dir_link = through_link;
+    iteration.rel = rel;
+    iteration.run = run_of(rel, root_name);
+    iteration.iteration = rel == "." ? root_name : dir.filename().string();
+    out.iterations.push_back(std::move(iteration));
+  }
+
+  // Enters the subdirectory `name` of `dir` (open as `fd`), following a directory symlink
+  // (once: `visited`). O_NONBLOCK is harmless on a directory and keeps a FIFO swapped in
+  // since fstatat from blocking the open.
+  void walk_subdirectory(int fd, const fs::path& dir, const std::string& rel, const std::string& name,
+                         std::vector<std::pair<dev_t, ino_t>>& ancestors, bool through_link) {
+    int child = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    if (child < 0) {
+      int e = errno;
+      if (e != ENOENT) problem(join(rel, name), std::string("cannot read directory: ") + std::strerror(e), true);
       return;
     }
-
-    IterationDir iteration;
-    std::vector<std::string> subdirs;
-    for (const std::string& name : names) examine_entry(fd, dir, rel, name, iteration, subdirs);
-    if (!iteration.ranks.empty()) {
-      add_copies_of_gone_originals(fd, dir, names, iteration.ranks);
-      std::stable_sort(iteration.ranks.begin(), iteration.ranks.end(),
-                       [](const RankFile& a, const RankFile& b) { return a.rank < b.rank; });
-      iteration.dir = dir;
-      iteration.through_dir_link = through_link;
-      iteration.rel = rel;
-      iteration.run = run_of(rel, root_name);
-      iteration.iteration = rel == "." ? root_name : dir.filename().string();
-      out.iterations.push_back(std::move(iteration));
-    }
-    ancestors.push_back(key);
-    for (const std::string& name : subdirs) {
-      // Follows a directory symlink (once: `visited`). O_NONBLOCK is harmless on a directory
-      // and keeps a FIFO swapped in since fstatat from blocking the open.
-      int child = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
-      if (child < 0) {
-        int e = errno;
-        if (e != ENOENT) problem(join(rel, name), std::string("cannot read directory: ") + std::strerror(e), true);
-        continue;
-      }
-      struct stat link {};
-      bool child_through_link =
-          through_link || (::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode));
-      walk(child, dir / name, join(rel, name), ancestors, child_through_link);
-      ::close(child);
-    }
-    ancestors.pop_back();
+    struct stat link {};
+    bool child_through_link =
+        through_link || (::fstatat(fd, name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode));
+    walk(child, dir / name, join(rel, name), ancestors, child_through_link);
+    ::close(child);
   }
 };
 
