@@ -168,3 +168,33 @@ TEST(ReportList, SummarisesAfterTheFirstFew) {
   EXPECT_EQ(summarise_list({"1", "2"}, 2), "1 2");
   EXPECT_EQ(summarise_list({"1", "2"}, 7), "1 2 ... and 5 more");
 }
+
+TEST(ReportCombine, ShardsJoinIntoTheSingleNodeOrderAndNameMissingOnes) {
+  Report single;
+  single.rows = {ranked_file_row("b/it", 1, RowStatus::ok), ranked_file_row("a/it", 0, RowStatus::ok),
+                 ranked_file_row("b/it", 0, RowStatus::failed)};
+  sort_rows(single.rows);
+
+  // Three shards of a plan of two iterations: shard 2 takes none.
+  const IterationPlan plan = whole_plan({"a/it", "b/it"});
+  Report shard0, shard1;
+  shard0.shard = {0, 3};
+  shard0.plan = shard_plan(plan, shard0.shard);
+  shard0.rows = {ranked_file_row("a/it", 0, RowStatus::ok)};
+  shard1.shard = {1, 3};
+  shard1.plan = shard_plan(plan, shard1.shard);
+  shard1.rows = {ranked_file_row("b/it", 0, RowStatus::failed), ranked_file_row("b/it", 1, RowStatus::ok)};
+  Combined combined = combine_reports({shard1, shard0});
+  EXPECT_EQ(combined.missing_shards, (std::vector<int>{2}));
+  EXPECT_EQ(combined.problems, (std::vector<std::string>{"missing shards: 2 (of 3)"}));
+  EXPECT_TRUE(has_failures(combined.report.rows));
+
+  Report shard2;  // a shard with no iteration directories
+  shard2.shard = {2, 3};
+  shard2.plan = shard_plan(plan, shard2.shard);
+  combined = combine_reports({shard1, shard2, shard0});
+  EXPECT_TRUE(combined.problems.empty());
+  EXPECT_EQ(report_csv(combined.report), report_csv(single));
+  ASSERT_TRUE(combined.report.plan.has_value());
+  EXPECT_EQ(combined.report.plan->iterations, plan.iterations);
+}

@@ -16,7 +16,7 @@
 
 namespace tracelane::cli::report_test {
 
-inline Row named_file_row(const std::string& dir, const std::string& file, const std::string& status = "ok") {
+inline Row named_file_row(const std::string& dir, const std::string& file, RowStatus status = RowStatus::ok) {
   Row row(RowKind::file);
   row.set(ColumnId::dir, dir)
       .set(ColumnId::file, file)
@@ -25,7 +25,17 @@ inline Row named_file_row(const std::string& dir, const std::string& file, const
   row.set(ColumnId::iteration, std::string("it"))
       .set(ColumnId::input_bytes, int64_t(100))
       .set(ColumnId::output, file + ".out");
-  row.set(ColumnId::status, status).set(ColumnId::seconds, 0.25).set(ColumnId::compaction_ratio, 2.5);
+  row.set_status(status).set(ColumnId::seconds, 0.25).set(ColumnId::compaction_ratio, 2.5);
+  return row;
+}
+
+// The file row of rank `rank` in `dir`, with an input size and a time.
+inline Row ranked_file_row(const std::string& dir, int64_t rank, RowStatus status) {
+  Row row(RowKind::file);
+  row.set(ColumnId::dir, dir)
+      .set(ColumnId::file, "rank" + std::to_string(rank) + "_trace.json")
+      .set(ColumnId::rank, rank);
+  row.set_status(status).set(ColumnId::input_bytes, int64_t(100 + rank)).set(ColumnId::seconds, 0.25);
   return row;
 }
 
