@@ -97,7 +97,7 @@ std::string non_problem_rows(const Report& report) {
   return report_csv(rows);
 }
 
-std::string dir_of(const Row& row) { return std::get<std::string>(row.get("dir")); }
+std::string dir_of(const Row& row) { return std::get<std::string>(row.get(ColumnId::dir)); }
 
 // The partial reports shards 0..n-1 of a sweep of `report`'s rows would have written.
 std::vector<Report> split_into_shards(const Report& report, int n, const IterationPlan& whole) {
@@ -250,7 +250,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A stored row record fills a row as it was.
   for (const Row& row : report.rows) {
     Row skipped(row.kind);
-    const Cell& bytes_cell = row.get("output_bytes");
+    const Cell& bytes_cell = row.get(ColumnId::output_bytes);
     int64_t output_bytes = std::holds_alternative<int64_t>(bytes_cell) ? std::get<int64_t>(bytes_cell) : -1;
     if (output_bytes >= 0 && !fill_from_record(skipped, row_record(row), output_bytes))
       fail("a row record does not fill its row", row_record(row));
