@@ -32,7 +32,7 @@ _tracelane() {
     sweep) options="--help -h --jobs -j --memory --overwrite --force --rules --dry-run -n --quiet -q
                     --report-dir --shard --plan --write-plan --level --no-restore-data --remove-originals
                     --single-gzip-member" ;;
-    restore) options="--help -h --output -o --overwrite --level --rank --into" ;;
+    restore) options="--help -h --output -o --overwrite --level --rank --into --single-gzip-member" ;;
     report) options="--help -h --combine --report-dir --html --output -o --overwrite --quiet -q" ;;
     check) options="--help -h --list" ;;
     rules) options="--help -h --print-defaults --check" ;;

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -26,6 +27,9 @@ using namespace restore_codec;
 
 // A restore record never inflates beyond this (the original's length is checked again).
 constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 36;
+// The rebuilt original is handed on (restore_original_to) whenever this much is made, all
+// but its last kRemovedWindow originals.
+constexpr size_t kRebuiltPieceBytes = size_t(4) << 20;
 // DEFLATE cannot expand beyond ~1032:1 (RFC 1951's longest match per the shortest code).
 constexpr uint64_t kMaxDeflateRatio = 1032;
 
@@ -105,13 +109,19 @@ std::string record_where(std::string_view source, size_t k, size_t count) {
 
 // Rebuilds one original from its record and the parsed output, the encoder's walk in
 // reverse: the head, then each original (removed: from its copy or text; written: the
-// output event with its replaced values put back), the gaps between them, the tail.
+// output event with its replaced values put back), the gaps between them, the tail. The
+// text goes to `sink` in order, in pieces of about kRebuiltPieceBytes, as it is made:
+// original_ holds only what is not handed on yet, which always includes the last
+// kRemovedWindow originals (a removed original may copy one of them).
 class Rebuilder {
  public:
-  Rebuilder(const Trace& output, const RecordHeader& header, Reader& in, std::string_view raw_record)
-      : output_(output), h_(header), in_(in), raw_bytes_(raw_record.size()) {}
+  // `on_length`: told the original's length once the record's claim of it is checked
+  // plausible, before any text is handed on.
+  Rebuilder(const Trace& output, const RecordHeader& header, Reader& in, std::string_view raw_record,
+            const std::function<void(uint64_t)>& on_length, const std::function<void(std::string_view)>& sink)
+      : output_(output), h_(header), in_(in), raw_bytes_(raw_record.size()), on_length_(on_length), sink_(sink) {}
 
-  std::string rebuild() {
+  void rebuild() {
     read_layout();
     Reader values(in_.text(), in_.where());
     size_t next_mask = 0, next_gap = 0;
@@ -121,17 +131,20 @@ class Rebuilder {
         original_ += exception ? gaps_[next_gap++].second : default_gap_;
       }
       // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
-      if (original_.size() > h_.original_bytes) in_.fail("the rebuilt text outgrows the original's length");
-      size_t begin = original_.size();
+      if (length() > h_.original_bytes) in_.fail("the rebuilt text outgrows the original's length");
+      uint64_t begin = length();
       if (placed_[k] < 0)
         rebuild_removed(k);
       else
         rebuild_written(size_t(placed_[k]), masks_[next_mask++], values);
-      recent_[k % kRemovedWindow] = {begin, original_.size()};
+      recent_[k % kRemovedWindow] = {begin, length()};
+      // What the originals after k may copy begins at the oldest of the last kRemovedWindow.
+      if (original_.size() >= kRebuiltPieceBytes && k + 1 >= kRemovedWindow)
+        hand_on(recent_[(k + 1) % kRemovedWindow].first);
     }
     original_ += tail_;
     if (!in_.done() || !values.done()) in_.fail("bytes left over");
-    return std::move(original_);
+    hand_on(length());
   }
 
  private:
@@ -149,7 +162,7 @@ class Rebuilder {
         h_.original_bytes > plausible_original_bytes(text.size(), raw_bytes_))
       in_.fail("the original's length (" + std::to_string(h_.original_bytes) +
                " bytes) is implausible for an output of " + std::to_string(text.size()) + " bytes");
-    original_.reserve(h_.original_bytes);
+    if (on_length_) on_length_(h_.original_bytes);
     apply_diff(original_, in_, output_head, h_.original_bytes);
     apply_diff(tail_, in_, output_tail, h_.original_bytes);
     originals_ = in_.varint();
@@ -187,7 +200,7 @@ class Rebuilder {
     }
     if (back > kRemovedWindow || back > k) in_.fail("a removed event refers to one outside its window");
     auto [from, to] = recent_[(k - back) % kRemovedWindow];
-    apply_removed(original_, in_, std::string_view(original_).substr(from, to - from));
+    apply_removed(original_, in_, std::string_view(original_).substr(size_t(from - handed_on_), size_t(to - from)));
   }
 
   // Output event `placed`, with the original text of each value its mask says was replaced,
@@ -238,6 +251,18 @@ class Rebuilder {
 
   // The original text of field `f` (the encoder's add_value in reverse). `shifted` holds a
   // text made here for this event; kNear and kNearTime texts live in integers_.
+  // Bytes made so far, handed on or not.
+  uint64_t length() const { return handed_on_ + original_.size(); }
+
+  // Hands on the text before position `end` of the original.
+  void hand_on(uint64_t end) {
+    size_t bytes = size_t(end - handed_on_);
+    if (bytes == 0) return;
+    sink_(std::string_view(original_).substr(0, bytes));
+    original_.erase(0, bytes);
+    handed_on_ = end;
+  }
+
   std::string_view decode_value(const Event& event, int f, uint8_t code, uint8_t mask,
                                 const std::array<std::string_view, kFieldCount>& replaced, std::string& shifted,
                                 Reader& values) {
@@ -298,7 +323,10 @@ class Rebuilder {
   const RecordHeader& h_;
   Reader& in_;
   size_t raw_bytes_;
-  std::string original_, tail_;
+  const std::function<void(uint64_t)>& on_length_;
+  const std::function<void(std::string_view)>& sink_;
+  std::string original_, tail_;  // original_: the text from handed_on_ on
+  uint64_t handed_on_ = 0;
   uint64_t originals_ = 0;
   std::string_view default_gap_;
   std::vector<std::pair<uint64_t, std::string_view>> gaps_;  // (original index, its gap)
@@ -308,8 +336,8 @@ class Rebuilder {
   std::array<int64_t, kFieldCount> last_integer_{};
   std::vector<std::string_view> recent_tids_;
   std::deque<std::string> integers_;  // texts of kNear and kNearTime values (stable addresses)
-  // Where the last kRemovedWindow originals lie in original_ (a removed event's references).
-  std::vector<std::pair<size_t, size_t>> recent_ = std::vector<std::pair<size_t, size_t>>(kRemovedWindow);
+  // Where the last kRemovedWindow originals lie in the original (a removed event's references).
+  std::vector<std::pair<uint64_t, uint64_t>> recent_ = std::vector<std::pair<uint64_t, uint64_t>>(kRemovedWindow);
 };
 
 }  // namespace
@@ -328,7 +356,10 @@ std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, 
   return infos;
 }
 
-std::string restore_original(std::string compacted, const std::string& source, size_t record) {
+namespace {
+
+void restore_with(std::string compacted, const std::string& source, size_t record,
+                  const std::function<void(uint64_t)>& on_length, const std::function<void(std::string_view)>& sink) {
   RestoreKey key;
   if (!find_restore_key(compacted, source, key))
     throw Error(source + ": no restore data (no \"" + kRestoreKey +
@@ -349,12 +380,34 @@ std::string restore_original(std::string compacted, const std::string& source, s
   if (output.events.size() != h.output_events)
     throw Error(where + " is for an output of " + std::to_string(h.output_events) + " events, this one has " +
                 std::to_string(output.events.size()));
-  std::string original = Rebuilder(output, h, in, raw).rebuild();
-  if (original.size() != h.original_bytes || libdeflate_crc32(0, original.data(), original.size()) != h.crc ||
-      xxhash64(original) != h.hash)
+  uint64_t length = 0;
+  uint32_t crc = 0;
+  Xxhash64 hash;
+  std::function<void(std::string_view)> checked = [&](std::string_view piece) {
+    length += piece.size();
+    crc = libdeflate_crc32(crc, piece.data(), piece.size());
+    hash.update(piece);
+    sink(piece);
+  };
+  Rebuilder(output, h, in, raw, on_length, checked).rebuild();
+  if (length != h.original_bytes || crc != h.crc || hash.digest() != h.hash)
     throw Error(where +
                 " does not rebuild the original (its length or checksums differ): the restore data or the "
                 "events it refers to are damaged");
+}
+
+}  // namespace
+
+void restore_original_to(std::string compacted, const std::string& source, size_t record,
+                         const std::function<void(std::string_view piece)>& sink) {
+  restore_with(std::move(compacted), source, record, nullptr, sink);
+}
+
+std::string restore_original(std::string compacted, const std::string& source, size_t record) {
+  std::string original;
+  restore_with(
+      std::move(compacted), source, record, [&](uint64_t bytes) { original.reserve(size_t(bytes)); },
+      [&](std::string_view piece) { original += piece; });
   return original;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,6 +86,11 @@ std::vector<RestoreRecordInfo> list_restore_records(std::string_view compacted, 
 // whole compacted text. Never returns a wrong original: every way the output or the
 // record may have changed is refused with Error("<source>: ...").
 std::string restore_original(std::string compacted, const std::string& source, size_t record);
+// The same original handed to `sink` in order, in pieces of a few MiB, as it is rebuilt, so
+// that it is never whole in memory. Its length and checksums are known only at the end:
+// what `sink` got is the original when this returns; when it throws, drop all of it.
+void restore_original_to(std::string compacted, const std::string& source, size_t record,
+                         const std::function<void(std::string_view piece)>& sink);
 
 // Checksums kept in a record: CRC-32 (libdeflate) and XXH64, implemented here.
 uint64_t xxhash64(std::string_view bytes, uint64_t seed = 0);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <typeinfo>
@@ -14,6 +15,7 @@
 #include "options.hpp"
 #include "sweep/discovery.hpp"
 #include "trace_commands.hpp"
+#include "tracelane/gzip.hpp"
 #include "tracelane/json_value.hpp"
 #include "tracelane/restore.hpp"
 
@@ -40,6 +42,81 @@ fs::path default_restore_output(const fs::path& compacted, std::optional<int64_t
   return compacted.parent_path() / (name + "_restored" + extension);
 }
 
+// The original, written into its AtomicOutput as it is rebuilt: for a .gz output, gzip
+// members of kGzipMemberBytes compressed in parallel a batch at a time (the bytes one
+// gzip_compress_members call over the whole text gives), so that neither the original nor
+// its compressed form is ever whole in memory.
+class OriginalWriter {
+ public:
+  OriginalWriter(AtomicOutput& output, bool gzip, int level) : output_(output), gzip_(gzip), level_(level) {}
+
+  void add(std::string_view piece) {
+    if (!gzip_) {
+      output_.write(piece);
+      return;
+    }
+    pending_ += piece;
+    if (pending_.size() >= kBatchBytes) compress(pending_.size() / kGzipMemberBytes * kGzipMemberBytes);
+  }
+
+  void finish() {
+    if (gzip_ && (!pending_.empty() || !wrote_member_)) compress(pending_.size());
+  }
+
+ private:
+  static constexpr size_t kBatchBytes = 16 * kGzipMemberBytes;
+
+  void compress(size_t bytes) {
+    gzip_compress_members(std::string_view(pending_).substr(0, bytes), level_, kGzipMemberBytes,
+                          [&](std::string_view member) { output_.write(member); });
+    pending_.erase(0, bytes);
+    wrote_member_ = true;
+  }
+
+  AtomicOutput& output_;
+  bool gzip_;
+  int level_;
+  std::string pending_;
+  bool wrote_member_ = false;  // an empty original is still one (empty) gzip member
+};
+
+// Record `record`'s original of `text` (read from `input`) into `output`. A refusal of
+// the core's (damaged, not matching the copy's events) is RestoreRefused; a failure to
+// write is what the output threw.
+void write_original(std::string text, const fs::path& input, size_t record, const fs::path& output,
+                    const SharedOptions& shared, const NamedIdentity& source) {
+  if (shared.single_gzip_member && output.extension() == ".gz") {
+    std::string original;
+    try {
+      original = restore_original(std::move(text), input.string(), record);
+    } catch (const Error& e) {
+      if (typeid(e) != typeid(Error)) throw;
+      throw RestoreRefused(e.what());
+    }
+    write_atomically(output, encode_for(output, std::move(original), shared.level), shared.overwrite, {}, {source});
+    return;
+  }
+  AtomicOutput written(output, {source});
+  OriginalWriter writer(written, output.extension() == ".gz", shared.level);
+  std::exception_ptr write_failure;
+  try {
+    restore_original_to(std::move(text), input.string(), record, [&](std::string_view piece) {
+      try {
+        writer.add(piece);
+      } catch (...) {
+        write_failure = std::current_exception();
+        throw;
+      }
+    });
+  } catch (const Error& e) {
+    if (write_failure) std::rethrow_exception(write_failure);
+    if (typeid(e) != typeid(Error)) throw;
+    throw RestoreRefused(e.what());  // the core's: damaged, or not matching the copy's events
+  }
+  writer.finish();
+  written.commit(shared.overwrite);
+}
+
 }  // namespace
 
 JsonValue restore_file(const fs::path& input, const SharedOptions& shared, std::optional<int64_t> rank) {
@@ -48,7 +125,6 @@ JsonValue restore_file(const fs::path& input, const SharedOptions& shared, std::
   guard_output(output, {input}, shared.overwrite, RankName::allowed);
   FileIdentity identity;  // the original is no more readable than its copy
   std::string text = read_trace_bytes(input, &identity);
-  std::string original;
   size_t record = 0;
   std::vector<RestoreRecordInfo> records;
   try {
@@ -72,13 +148,11 @@ JsonValue restore_file(const fs::path& input, const SharedOptions& shared, std::
       throw UsageError(input.string() + ": a merged output of " + std::to_string(records.size()) +
                        " ranks; name one with --rank (" + ranks() + ")");
     }
-    original = restore_original(std::move(text), input.string(), record);
   } catch (const Error& e) {
     if (typeid(e) != typeid(Error)) throw;
     throw RestoreRefused(e.what());  // the core's: damaged, or not matching the copy's events
   }
-  std::string bytes = encode_for(output, std::move(original), shared.level);
-  write_atomically(output, bytes, shared.overwrite, {}, {{input.filename().string(), identity, input}});
+  write_original(std::move(text), input, record, output, shared, {input.filename().string(), identity, input});
   JsonValue summary = JsonValue::object();
   summary.set("input", JsonValue::string(input.string())).set("output", JsonValue::string(output.string()));
   if (records[record].global_rank >= 0) summary.set("global_rank", JsonValue::integer(records[record].global_rank));
@@ -167,6 +241,7 @@ int run_restore(int argc, char** argv) {
       "into", po::value(&into),
       "with an iteration DIR: write every rank's original into this existing directory, one file per rank "
       "(as HTA reads a multi-rank set)");
+  add_single_member_option(options, shared.single_gzip_member);
   const CommandLine line{
       "restore", "usage: tracelane restore COMPACTED [options]\n       tracelane restore DIR --into OUT [options]\n",
       std::string("\n") + kUsage};

@@ -10,6 +10,8 @@
 - a copy with one byte of its restore data changed, or an event edited, or written with
   --no-restore-data, is refused (exit 1, naming the file) and nothing is written;
 - `check` reports the restore data as verified;
+- a .gz original is written as it is rebuilt, in 4 MiB gzip members (one member with
+  --single-gzip-member), and a refused restore leaves neither output nor temporary;
 - the restore data stays small: under 3% of each single trace's gzip output.
 """
 
@@ -281,6 +283,48 @@ def test_refusals(ctx, d):
     checks.check("restore data: VIOLATION" in result.stdout, f"check of damaged restore data: {result.stdout[:400]!r}")
 
 
+def gzip_members(path):
+    """How many gzip members the file holds."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    members = 0
+    while data:
+        stream = zlib.decompressobj(31)
+        stream.decompress(data)
+        if not stream.eof:
+            raise ValueError(f"{path}: a gzip member is cut short")
+        members += 1
+        data = stream.unused_data
+    return members
+
+
+def test_gzip_members(ctx, d):
+    args, checks, shared = ctx
+    trace = os.path.join(shared, "corpus", "single", "tracelens_hip_graph_capture_mi300.json.gz")
+    copy = os.path.join(d, "mi300_compacted.json.gz")
+    result = e2e.tracelane(args, "compact", trace, "-o", copy)
+    if not checks.equal(result.returncode, 0, f"compact {trace}: exit ({e2e.describe(result)})"):
+        return
+    size = len(e2e.read_bytes(trace))
+    for extra, members in (((), (size + (4 << 20) - 1) // (4 << 20)), (("--single-gzip-member",), 1)):
+        out = os.path.join(d, f"mi300_restored{len(extra)}.json.gz")
+        result = e2e.tracelane(args, "restore", copy, "-o", out, *extra)
+        what = "restore " + " ".join(extra) if extra else "restore"
+        if checks.equal(result.returncode, 0, f"{what}: exit ({e2e.describe(result)})"):
+            checks.equal(gzip_members(out), members, f"{what}: gzip members of a {size}-byte original")
+            checks.equal(md5(out), md5(trace), f"{what}: md5 of the restored original")
+    # Refused with the output already begun (the copy lost an event): nothing is left.
+    text = e2e.read_bytes(copy)
+    cut = text.index(b"\n", text.index(b'"traceEvents"') + 20)
+    damaged = os.path.join(d, "cut_compacted.json")
+    e2e.write_file(damaged, text[:cut] + text[text.index(b"\n", cut + 1):])
+    target = os.path.join(d, "cut_restored.json.gz")
+    result = e2e.tracelane(args, "restore", damaged, "-o", target)
+    checks.equal(result.returncode, 1, f"restore of a copy without one event: exit ({e2e.describe(result)})")
+    checks.check(sorted(n for n in os.listdir(d) if n.startswith("cut_")) == ["cut_compacted.json"],
+                 f"restore of a copy without one event left {sorted(os.listdir(d))}")
+
+
 def craft_record(compacted, raw_of):
     """The compacted text with its (one) restore record replaced by a crafted one that still
     passes every check a damaged copy fails: the record's own CRC, DEFLATE, and the header of
@@ -381,7 +425,7 @@ def main():
     args = e2e.parse_args(__doc__)
     shared = e2e.shared_dir(args)
     checks = e2e.Checks("e2e_restore")
-    tests = [test_single, test_merged, test_sweep_outputs, test_restore_directory, test_sweep_redoes_outputs_made_another_way, test_refusals, test_crafted_records_stay_small]
+    tests = [test_single, test_merged, test_sweep_outputs, test_restore_directory, test_sweep_redoes_outputs_made_another_way, test_refusals, test_gzip_members, test_crafted_records_stay_small]
     return e2e.run_tests(checks, (args, checks, shared), "restore", tests)
 
 

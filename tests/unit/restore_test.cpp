@@ -282,3 +282,50 @@ TEST(RestoreProperty, RandomTracesComeBackByteForByte) {
   EXPECT_GE(compacted, 40);
   EXPECT_GE(merged, 15);
 }
+
+// restore_original_to hands the original on in pieces as it is rebuilt (so that a restore
+// never holds it whole): pieces of about 4 MiB but the last, joined they are the
+// original, and a removed event still copies the one before it across a piece's end.
+TEST(Restore, HandsTheOriginalOnInPiecesThatJoinToIt) {
+  std::vector<std::string> events;
+  constexpr int kStreams = 8000;
+  for (int s = 0; s < kStreams; ++s) {
+    std::string thread_name = R"({"name": "stream )";
+    thread_name += std::to_string(7 + s);
+    thread_name += R"( "})";
+    for (int k = 0; k < 5; ++k) {
+      std::string ts = std::to_string(3304166932516 + 10 * s + 2 * k);
+      ts += ".630";
+      events.push_back(kernel(0, 7 + s, ts, "1.250", "gemm"));
+    }
+    events.push_back(metadata("thread_name", 0, 7 + s, thread_name));  // removed by compaction
+  }
+  std::string original = trace_json(events, R"("distributedInfo": {"rank": 0})");
+  ASSERT_GT(original.size(), size_t(5) << 20);
+  std::string out = compacted_text(original);
+  std::vector<size_t> pieces;
+  std::string joined;
+  restore_original_to(out, "out.json", 0, [&](std::string_view piece) {
+    pieces.push_back(piece.size());
+    joined += piece;
+  });
+  ASSERT_GE(pieces.size(), 2u);
+  // 4 MiB made, less the last 64 originals, which a removed one may still copy.
+  for (size_t k = 0; k + 1 < pieces.size(); ++k) EXPECT_GE(pieces[k], size_t(4 << 20) - 64 * 1024) << "piece " << k;
+  EXPECT_TRUE(joined == original);
+  EXPECT_TRUE(restored(out) == original);
+}
+
+// An edited copy is refused by the output's own checksum in the record before anything is
+// rebuilt: restore_original_to throws without handing on a single piece (a restore then
+// leaves no output at all, not even a temporary).
+TEST(Restore, RefusesAnEditedCopyBeforeHandingOnAnything) {
+  std::string out = compacted_text(untidy_trace());
+  bool handed_on = false;
+  std::string edited = out;
+  size_t at = edited.find("\"name\": \"c\"");
+  ASSERT_NE(at, std::string::npos);
+  edited[at + 9] = 'd';
+  EXPECT_THROW(restore_original_to(edited, "out.json", 0, [&](std::string_view) { handed_on = true; }), Error);
+  EXPECT_FALSE(handed_on) << "an edited output is refused before anything is rebuilt";
+}
