@@ -181,3 +181,50 @@ TEST(ReportHtml, ThePageIsNamedAfterTheReport) {
   EXPECT_EQ(html_path_for("/x/tracelane_report.json").string(), "/x/tracelane_report.html");
   EXPECT_EQ(html_path_for("tracelane_report.shard-1-of-4.json").string(), "tracelane_report.shard-1-of-4.html");
 }
+
+// A sweep draws its page from the report in memory (report_page), not from the JSON it just
+// wrote: the page must be, byte for byte, the one `report --html` draws from that JSON. The
+// report holds what reading changes: reals with more digits than written (seconds,
+// compaction_ratio, a run's wall time), a cell of a column its row's kind does not have,
+// figures of a file and of a merge (the strips' label and busy, which no report holds), a
+// problem row with figures, a shard, and names to escape.
+TEST(ReportHtml, ThePageOfAReportInMemoryIsThePageOfItsJson) {
+  Report report;
+  report.root = "/data/tree\xff";
+  report.shard = Shard{1, 3};
+  report.runs.push_back({report.shard, 12.345678901, 2, uint64_t(1) << 30});
+  Row file = file_row("run/it <1>");
+  file.set(ColumnId::seconds, 0.123456789).set(ColumnId::compaction_ratio, 10.98765).set(ColumnId::ranks, int64_t(9));
+  tracelane::GpuFigures figures;
+  figures.window_us = 1234.56789012345;
+  figures.busy = {{"compute", 8123}, {"nccl_all\xfe", 77}};
+  figures.timeline.start_us = 1700000000000000.5;
+  figures.timeline.end_us = figures.timeline.start_us + figures.window_us;
+  tracelane::TimelineStrip strip;
+  strip.rank = 0;
+  strip.group = "compute";
+  strip.occupancy = std::string(size_t(figures.timeline.bins), '7');
+  strip.label = "Compute";
+  strip.busy = 8123;
+  figures.timeline.strips.push_back(strip);
+  file.figures = figures;
+  Row merge(RowKind::merge);
+  merge.set(ColumnId::dir, std::string("run/it <1>")).set(ColumnId::ranks, int64_t(1)).set_status(RowStatus::ok);
+  merge.set(ColumnId::seconds, 2.0000004);
+  tracelane::GpuFigures merged = figures;
+  merged.merged = true;
+  merged.busy.clear();
+  merged.bubble = {{0, 1500}};
+  merge.figures = merged;
+  Row problem(RowKind::problem);
+  problem.set(ColumnId::dir, std::string("run/x")).set_status(RowStatus::failed).set(ColumnId::error, "bad\x1b");
+  problem.figures = figures;
+  report.rows = {file, merge, problem};
+  sort_rows(report.rows);
+  std::string json = report_json(report);
+  std::string from_json = report_html(json, "/data/tree/tracelane_report.json", "/data/tree");
+  std::string from_memory = report_page(report, "/data/tree/tracelane_report.json", "/data/tree", json.size() / 2);
+  EXPECT_TRUE(from_memory == from_json) << data_of(from_memory) << "\n---\n" << data_of(from_json);
+  EXPECT_NE(data_of(from_json).find("0.123"), std::string::npos);
+  EXPECT_EQ(data_of(from_json).find("0.1234"), std::string::npos);
+}

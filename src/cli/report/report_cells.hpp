@@ -21,6 +21,11 @@ inline constexpr double kMaxReal = 1e15;
 // A real with `decimals` digits after the point ("" when not finite; the exponent form at
 // kMaxReal and beyond).
 std::string format_real(double value, int decimals);
+// A real as a report holds it: rounded to the decimals it is written with, so that a row
+// read back from a report is the row that was written (and totals of a combined report are
+// the sums of the values its inputs show), and the page of a report in memory is the page
+// of its JSON. Again on its own result, it changes nothing.
+double real_as_written(double value, int decimals);
 // A cell as the JSON report writes it: text in printable()'s escaped form, reals with the
 // column's decimals, absent as null.
 JsonValue cell_json(const Cell& cell, const Column& column);
@@ -60,6 +65,10 @@ struct ReportRead {
 };
 // Throws Error("<source>: <where>: <what>"); parse_report_json() is the strict reading.
 ReportRead read_report(std::string_view json, const std::string& source, Reading reading, bool verify_agreement = true);
+
+// The totals of `rows` as the page reads them from report_json()'s text (read_report with
+// Reading::page: every number as its JSON value, not as the text written).
+JsonValue page_totals_of(const std::vector<Row>& rows);
 
 // File columns are summed over file rows, merge-only columns over merge rows, so that
 // input_bytes counts every rank file once.

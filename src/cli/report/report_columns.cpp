@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <tuple>
 
 #include "printable.hpp"
@@ -101,6 +102,11 @@ std::string format_real(double value, int decimals) {
   else
     std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;
+}
+
+double real_as_written(double value, int decimals) {
+  std::string text = format_real(value, decimals);
+  return text.empty() ? value : std::strtod(text.c_str(), nullptr);
 }
 
 JsonValue cell_json(const Cell& cell, const Column& column) {

@@ -37,6 +37,18 @@ namespace {
 
 namespace fs = boost::filesystem;
 
+// What a page is drawn from: a report as the page reads it (report_html: read_report's
+// Reading::page) or as it is in memory (report_page). `written_cells_only`: a row's cell of
+// a column its kind does not have is left out, as report_json() leaves it out.
+struct PageData {
+  const Report* report = nullptr;
+  std::string tool;
+  JsonValue totals;
+  std::vector<FigureKeys> figure_keys;
+  std::vector<std::string> notes;
+  bool written_cells_only = false;
+};
+
 // Text as the report writes it, and as the page's data holds it: printable()'s escaped form.
 std::string report_text(const std::string& bytes) { return printable(bytes, Backslash::escape); }
 
@@ -228,32 +240,35 @@ void link_output(Figures& figure, std::map<std::string, std::string>& dir_links,
 }
 
 // The figures of every row, in order (the group names indexed in that order).
-std::vector<Figures> page_figures(const ReportRead& read, Groups& groups) {
+std::vector<Figures> page_figures(const PageData& page, Groups& groups) {
   std::vector<Figures> figures;
-  for (size_t i = 0; i < read.report.rows.size(); ++i)
-    figures.push_back(figures_json(read.report.rows[i].figures, read.figure_keys[i], groups));
+  for (size_t i = 0; i < page.report->rows.size(); ++i)
+    figures.push_back(figures_json(page.report->rows[i].figures, page.figure_keys[i], groups));
   return figures;
 }
 
 // The rows as arrays of the kPageColumns cells, each ending in its figures and link. An
 // iteration whose merge row has a timeline leaves its file rows' timelines out: the page
 // draws the merge's (all ranks on one clock), and the data stays small.
-JsonValue page_rows(const ReportRead& read, std::vector<Figures>& figures, const std::optional<fs::path>& link_base,
+JsonValue page_rows(const PageData& page, std::vector<Figures>& figures, const std::optional<fs::path>& link_base,
                     std::map<std::string, std::string>& dir_links) {
   std::set<std::string> merged_timeline_dirs;
-  for (size_t i = 0; i < read.report.rows.size(); ++i)
-    if (figures[i].timeline && read.report.rows[i].kind == RowKind::merge &&
-        std::holds_alternative<std::string>(read.report.rows[i].get(ColumnId::dir)))
-      merged_timeline_dirs.insert(read.report.rows[i].text(ColumnId::dir));
+  for (size_t i = 0; i < page.report->rows.size(); ++i)
+    if (figures[i].timeline && page.report->rows[i].kind == RowKind::merge &&
+        std::holds_alternative<std::string>(page.report->rows[i].get(ColumnId::dir)))
+      merged_timeline_dirs.insert(page.report->rows[i].text(ColumnId::dir));
   JsonValue rows = JsonValue::array();
-  for (size_t i = 0; i < read.report.rows.size(); ++i) {
-    const Row& row = read.report.rows[i];
+  for (size_t i = 0; i < page.report->rows.size(); ++i) {
+    const Row& row = page.report->rows[i];
     JsonValue cells = JsonValue::array();
     cells.push(JsonValue::string(kind_name(row.kind)));
     for (size_t c = 1; c < std::size(kPageColumns); ++c) {
-      const Cell& cell = row.get(kPageColumns[c]);
-      cells.push(std::holds_alternative<double>(cell) ? real_json(std::get<double>(cell))
-                                                      : cell_json(cell, column_of(kPageColumns[c])));
+      const Column& column = column_of(kPageColumns[c]);
+      const Cell& cell =
+          page.written_cells_only && !(column.kinds & (1u << unsigned(row.kind))) ? Cell() : row.get(column.id);
+      cells.push(std::holds_alternative<double>(cell)
+                     ? real_json(real_as_written(std::get<double>(cell), column.decimals))
+                     : cell_json(cell, column));
     }
     Figures& figure = figures[i];
     bool has_dir = std::holds_alternative<std::string>(row.get(ColumnId::dir));
@@ -286,43 +301,62 @@ JsonValue runs_json(const std::vector<RunInfo>& runs) {
   for (const RunInfo& run : runs) {
     JsonValue item = JsonValue::object();
     item.set("shard", run.shard ? JsonValue::string(run.shard->label()) : JsonValue::null());
-    item.set("wall_seconds", real_json(run.wall_seconds)).set("jobs", JsonValue::integer(run.jobs));
+    item.set("wall_seconds", real_json(real_as_written(run.wall_seconds, 3))).set("jobs", JsonValue::integer(run.jobs));
     out.push(item.set("memory_budget_bytes", JsonValue::integer(int64_t(run.memory_budget_bytes))));
   }
   return out;
 }
 
+// The page of `page`: the figures first, so that group names are numbered in the report's
+// order; the rows, with links to their outputs relative to the page; the data, in a script
+// element drawn by the page's script; one file.
+std::string draw_page(PageData& page, const std::string& source, const fs::path& page_dir, size_t reserve) {
+  const Report& report = *page.report;
+  const std::string root = report_text(report.root);
+  Groups groups;
+  std::vector<Figures> figures = page_figures(page, groups);
+  std::map<std::string, std::string> dir_links;
+  JsonValue rows = page_rows(page, figures, link_base_of(report.root, page_dir), dir_links);
+
+  JsonValue data = JsonValue::object();
+  data.set("source", JsonValue::string(report_text(source)));
+  data.set("root", JsonValue::string(root)).set("tool", JsonValue::string(page.tool));
+  data.set("shard", shard_json(report.shard)).set("runs", runs_json(report.runs));
+  data.set("totals", std::move(page.totals));
+  JsonValue columns = JsonValue::array(), links = JsonValue::object();
+  for (ColumnId id : kPageColumns) columns.push(JsonValue::string(column_of(id).name));
+  for (const auto& [dir, link] : dir_links) links.set(dir, JsonValue::string(link));
+  data.set("columns", std::move(columns)).set("groups", std::move(groups.names)).set("links", std::move(links));
+  data.set("rows", std::move(rows)).set("notes", notes_json(page.notes));
+  return page_document(root, data, reserve);
+}
+
 }  // namespace
+
+std::string report_html(std::string_view report_json, const std::string& source,
+                        const boost::filesystem::path& page_dir) {
+  // One reader for the page and `report --combine`: the page's tolerance is a parameter.
+  ReportRead read = read_report(report_json, source, Reading::page);
+  PageData page{&read.report, read.tool, std::move(read.totals), std::move(read.figure_keys), std::move(read.notes)};
+  return draw_page(page, source, page_dir, report_json.size() / 2);
+}
 
 boost::filesystem::path html_path_for(const boost::filesystem::path& report_json_path) {
   boost::filesystem::path page = report_json_path;
   return page.replace_extension(".html");
 }
 
-std::string report_html(std::string_view report_json, const std::string& source,
-                        const boost::filesystem::path& page_dir) {
-  // One reader for the page and `report --combine`: the page's tolerance is a parameter.
-  ReportRead read = read_report(report_json, source, Reading::page);
-  const std::string root = report_text(read.report.root);
-  // First the figures, so that group names are numbered in the report's order.
-  Groups groups;
-  std::vector<Figures> figures = page_figures(read, groups);
-  // Then the rows, with links to their outputs relative to the page.
-  std::map<std::string, std::string> dir_links;
-  JsonValue rows = page_rows(read, figures, link_base_of(read.report.root, page_dir), dir_links);
-
-  JsonValue data = JsonValue::object();
-  data.set("source", JsonValue::string(report_text(source)));
-  data.set("root", JsonValue::string(root)).set("tool", JsonValue::string(read.tool));
-  data.set("shard", shard_json(read.report.shard)).set("runs", runs_json(read.report.runs));
-  data.set("totals", std::move(read.totals));
-  JsonValue columns = JsonValue::array(), links = JsonValue::object();
-  for (ColumnId id : kPageColumns) columns.push(JsonValue::string(column_of(id).name));
-  for (const auto& [dir, link] : dir_links) links.set(dir, JsonValue::string(link));
-  data.set("columns", std::move(columns)).set("groups", std::move(groups.names)).set("links", std::move(links));
-  data.set("rows", std::move(rows)).set("notes", notes_json(read.notes));
-  // The page: that data in a script element, drawn by the page's script; one file.
-  return page_document(root, data, report_json.size() / 2);
+std::string report_page(const Report& report, const std::string& source, const boost::filesystem::path& page_dir,
+                        size_t reserve) {
+  // What reading report_json(report) for the page gives: report_json() writes a row's
+  // figures as gpu_window_us, gpu_busy (files) or bubble_fraction (merges), and timeline.
+  PageData page{&report, "tracelane " TRACELANE_VERSION, page_totals_of(report.rows), {}, {}, true};
+  for (const Row& row : report.rows) {
+    bool written = row.figures && row.kind != RowKind::problem;
+    bool merged = written && row.figures->merged;
+    page.figure_keys.push_back({written, written && !merged, merged, written});
+  }
+  return draw_page(page, source, page_dir, reserve);
 }
 
 }  // namespace tracelane::cli

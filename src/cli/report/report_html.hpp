@@ -18,6 +18,13 @@ namespace tracelane::cli {
 std::string report_html(std::string_view report_json, const std::string& source,
                         const boost::filesystem::path& page_dir);
 
+// The same page for a report in memory (write_report: the page of the report_json() text
+// just made, without reading that text back): byte for byte what report_html() draws from
+// report_json(report) read from `source`. `reserve`: the page's expected size.
+struct Report;
+std::string report_page(const Report& report, const std::string& source, const boost::filesystem::path& page_dir,
+                        size_t reserve);
+
 // The page's name for a report file: tracelane_report[.shard-K-of-N].json -> .html.
 boost::filesystem::path html_path_for(const boost::filesystem::path& report_json_path);
 

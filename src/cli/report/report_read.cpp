@@ -31,14 +31,6 @@ namespace {
 // The columns, in their order (report_columns()).
 const std::array<Column, kColumnCount>& kColumns = report_columns();
 
-// A real as a report holds it: rounded to the decimals it is written with, so that a row
-// read back from a report is the row that was written (and totals of a combined report are
-// the sums of the values its inputs show).
-double rounded(double value, int decimals) {
-  std::string text = format_real(value, decimals);
-  return text.empty() ? value : std::strtod(text.c_str(), nullptr);
-}
-
 // What is wrong with `value` as a cell of `column`, or the cell: text in printable()'s
 // escaped form (decoded back to its bytes), integers non-negative within int64, reals
 // finite and non-negative. Every integer and real column is a count, a size, an index, a
@@ -69,7 +61,7 @@ std::variant<Cell, std::string> cell_from_json(simdjson::dom::element value, con
   if (value.get(number)) return std::string("expected a number");
   if (!finite || (!for_page && number > kMaxReal))
     return std::string("expected a finite non-negative number of at most 1e15");
-  return Cell(rounded(number, column.decimals));
+  return Cell(real_as_written(number, column.decimals));
 }
 
 // A shard K/N as a report may hold it: 0 <= K < N <= kMaxShards.
@@ -209,7 +201,7 @@ RunInfo read_run(const ReportReader& reader, simdjson::dom::element item, const 
   if (seconds.get(wall) || !std::isfinite(wall) || wall < 0 || wall > kMaxReal)
     reader.fail(where + ".wall_seconds",
                 "expected a finite non-negative number of at most 1e15, got " + excerpt(seconds));
-  run.wall_seconds = rounded(wall, 3);
+  run.wall_seconds = real_as_written(wall, 3);
   run.jobs = int(reader.integer(reader.required(members, "jobs", where), where + ".jobs", INT_MAX));
   run.memory_budget_bytes =
       uint64_t(reader.integer(reader.required(members, "memory_budget_bytes", where), where + ".memory_budget_bytes"));
@@ -314,6 +306,18 @@ JsonValue page_totals(const ReportReader& reader, simdjson::dom::element value) 
   }
   return totals;
 }
+
+}  // namespace
+
+JsonValue page_totals_of(const std::vector<Row>& rows) {
+  std::string text = totals_json(rows).dump(-1);
+  simdjson::dom::parser parser;
+  simdjson::dom::element totals;
+  if (parser.parse(text).get(totals)) throw Error("internal: the totals' own JSON does not parse");
+  return page_totals(ReportReader("totals", kReportSchemaVersion, Reading::page), totals);
+}
+
+namespace {
 
 simdjson::dom::element parse_document(simdjson::dom::parser& parser, std::string_view json, const std::string& source) {
   simdjson::dom::element doc;
