@@ -369,7 +369,7 @@ SweepOutcome sweep_tree(SweepOptions& options, bool stop_gracefully) {
   // Only once every output is written, and not on the way out after a stop.
   if (options.remove_originals && !stop_requested())
     outcome.removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
-  outcome.report = make_report(options, plan_rows(plan), discovery, plan, seconds_since(started));
+  outcome.report = make_report(options, take_plan_rows(plan), discovery, plan, seconds_since(started));
   try {
     boost::system::error_code ec;
     fs::create_directories(options.report_dir, ec);

@@ -61,7 +61,7 @@ class Sweep {
       : options_(options), ranks_(plan.ranks), iterations_(plan.iterations) {}
 
   // Runs the graph over the plan's tasks. It returns nothing: each rank task's row and each
-  // iteration's merge row is filled in place (plan_rows collects and sorts them afterwards).
+  // iteration's merge row is filled in place (take_plan_rows collects and sorts them afterwards).
   void run() {
     size_t files = 0;
     uint64_t bytes = 0;

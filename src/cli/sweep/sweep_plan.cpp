@@ -195,11 +195,12 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery) {
   return plan;
 }
 
-std::vector<Row> plan_rows(const SweepPlan& plan) {
+std::vector<Row> take_plan_rows(SweepPlan& plan) {
   std::vector<Row> rows;
-  for (const auto& task : plan.ranks) rows.push_back(task->row);
+  rows.reserve(plan.ranks.size() + plan.iterations.size());
+  for (const auto& task : plan.ranks) rows.push_back(std::move(task->row));
   for (const auto& iteration : plan.iterations)
-    if (iteration->has_merge_row) rows.push_back(iteration->merge_row);
+    if (iteration->has_merge_row) rows.push_back(std::move(iteration->merge_row));
   sort_rows(rows);
   return rows;
 }

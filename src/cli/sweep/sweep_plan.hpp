@@ -113,8 +113,9 @@ SweepPlan plan_sweep(const SweepOptions& options, const Discovery& discovery);
 // --dry-run: what the sweep would do, a line each.
 std::string plan_listing(const SweepPlan& plan);
 
-// Every rank row and merge row of the plan, sorted.
-std::vector<Row> plan_rows(const SweepPlan& plan);
+// Every rank row and merge row of the plan, sorted, moved out of the tasks (which are done
+// with them: the report holds each row once).
+std::vector<Row> take_plan_rows(SweepPlan& plan);
 
 // A killed sweep leaves its temporary files (".<output>.tmp.<pid>.<n>", never the
 // output's own name) behind; removes those of our outputs in the directories this run
