@@ -249,8 +249,6 @@ class Rebuilder {
     original_.append(event.raw.substr(pos));
   }
 
-  // The original text of field `f` (the encoder's add_value in reverse). `shifted` holds a
-  // text made here for this event; kNear and kNearTime texts live in integers_.
   // Bytes made so far, handed on or not.
   uint64_t length() const { return handed_on_ + original_.size(); }
 
@@ -263,6 +261,8 @@ class Rebuilder {
     handed_on_ = end;
   }
 
+  // The original text of field `f` (the encoder's add_value in reverse). `shifted` holds a
+  // text made here for this event; kNear and kNearTime texts live in integers_.
   std::string_view decode_value(const Event& event, int f, uint8_t code, uint8_t mask,
                                 const std::array<std::string_view, kFieldCount>& replaced, std::string& shifted,
                                 Reader& values) {
