@@ -99,4 +99,57 @@ void JsonValue::dump_to(std::string& out, int indent, int depth) const {
   }
 }
 
+JsonObjectWriter::JsonObjectWriter(std::string& out, int indent, int depth)
+    : out_(out), indent_(indent), depth_(depth) {
+  out_.push_back('{');
+}
+
+// What dump_to() writes before an item of a container at `depth`: ',' after the first,
+// then the item's own line.
+void JsonObjectWriter::separator(int depth, bool first) {
+  if (!first) out_ += indent_ < 0 ? ", " : ",";
+  if (indent_ < 0) return;
+  out_.push_back('\n');
+  out_.append(size_t(indent_ * (depth + 1)), ' ');
+}
+
+JsonObjectWriter& JsonObjectWriter::member(std::string_view key, const JsonValue& value) {
+  separator(depth_, members_++ == 0);
+  append_json_string(out_, key);
+  out_ += ": ";
+  value.dump_to(out_, indent_, depth_ + 1);
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::begin_array(std::string_view key) {
+  separator(depth_, members_++ == 0);
+  append_json_string(out_, key);
+  out_ += ": [";
+  items_ = 0;
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::item(const JsonValue& value) {
+  separator(depth_ + 1, items_++ == 0);
+  value.dump_to(out_, indent_, depth_ + 2);
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::end_array() {
+  if (items_ && indent_ >= 0) {
+    out_.push_back('\n');
+    out_.append(size_t(indent_ * (depth_ + 1)), ' ');
+  }
+  out_.push_back(']');
+  return *this;
+}
+
+void JsonObjectWriter::finish() {
+  if (members_ && indent_ >= 0) {
+    out_.push_back('\n');
+    out_.append(size_t(indent_ * depth_), ' ');
+  }
+  out_.push_back('}');
+}
+
 }  // namespace tracelane

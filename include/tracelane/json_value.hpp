@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,13 +31,35 @@ class JsonValue {
 
   // indent < 0: one line with ", " and ": " separators.
   std::string dump(int indent = 2) const;
+  // Appends dump(indent)'s text of this value as it is written `depth` levels down a
+  // document (JsonObjectWriter).
+  void dump_to(std::string& out, int indent, int depth) const;
 
  private:
-  void dump_to(std::string& out, int indent, int depth) const;
   Kind kind_ = Kind::null;
   std::string text_;  // number text, string content, or "true"/"false"
   std::vector<JsonValue> items_;
   std::vector<std::string> keys_;
+};
+
+// Writes an object member by member into `out`, exactly as JsonValue::dump(indent) writes
+// the same object at `depth`: for a document whose bulk, a long array, should never be a
+// tree (a sweep's report of a million rows): each item is built, written and dropped.
+class JsonObjectWriter {
+ public:
+  JsonObjectWriter(std::string& out, int indent, int depth = 0);
+  JsonObjectWriter& member(std::string_view key, const JsonValue& value);
+  // An array member written item by item: begin_array(key), item()..., end_array().
+  JsonObjectWriter& begin_array(std::string_view key);
+  JsonObjectWriter& item(const JsonValue& value);
+  JsonObjectWriter& end_array();
+  void finish();  // the closing '}'
+
+ private:
+  void separator(int depth, bool first);
+  std::string& out_;
+  int indent_, depth_;
+  size_t members_ = 0, items_ = 0;
 };
 
 }  // namespace tracelane

@@ -95,3 +95,44 @@ TEST(JsonValue, StringsAndKeysAreEscapedSoThatAJsonParserReadsThemBack) {
     EXPECT_EQ(only_field(text), std::make_pair(nasty, nasty)) << text;
   }
 }
+
+// JsonObjectWriter writes a document member by member (a sweep's report, its rows one at a
+// time) exactly as dump() writes the same object as a tree, indented or on one line, at
+// the top or nested, with empty and full arrays.
+TEST(JsonObjectWriter, WritesTheBytesDumpWritesForTheSameObject) {
+  using tracelane::JsonObjectWriter;
+  JsonValue nested = JsonValue::object();
+  nested.set("a", JsonValue::array().push(JsonValue::integer(1)).push(JsonValue::object()));
+  nested.set("b", JsonValue::string("x<y"));
+  std::vector<JsonValue> items = {nested, JsonValue::array(), JsonValue::null(), JsonValue::integer(-7)};
+  for (int indent : {2, -1, 4}) {
+    for (size_t count : {size_t(0), size_t(1), items.size()}) {
+      JsonValue tree = JsonValue::object();
+      tree.set("first", nested).set("empty", JsonValue::array());
+      JsonValue rows = JsonValue::array();
+      for (size_t i = 0; i < count; ++i) rows.push(items[i]);
+      tree.set("rows", rows).set("last", JsonValue::boolean(true));
+
+      std::string written;
+      JsonObjectWriter writer(written, indent);
+      writer.member("first", nested).begin_array("empty").end_array().begin_array("rows");
+      for (size_t i = 0; i < count; ++i) writer.item(items[i]);
+      writer.end_array().member("last", JsonValue::boolean(true)).finish();
+      EXPECT_EQ(written, tree.dump(indent)) << "indent " << indent << ", " << count << " items";
+
+      // Nested one level down: as dump() writes it as the value of an outer member.
+      std::string inner;
+      JsonObjectWriter at_depth(inner, indent, 1);
+      at_depth.member("first", nested).finish();
+      std::string outer = "{";
+      if (indent >= 0) outer += "\n" + std::string(size_t(indent), ' ');
+      outer += "\"o\": " + inner;
+      if (indent >= 0) outer += "\n";
+      outer += "}";
+      EXPECT_EQ(outer, JsonValue::object().set("o", JsonValue::object().set("first", nested)).dump(indent));
+    }
+  }
+  std::string empty;
+  JsonObjectWriter(empty, 2).finish();
+  EXPECT_EQ(empty, "{}");
+}

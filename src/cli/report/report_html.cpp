@@ -52,12 +52,11 @@ struct PageData {
 // Text as the report writes it, and as the page's data holds it: printable()'s escaped form.
 std::string report_text(const std::string& bytes) { return printable(bytes, Backslash::escape); }
 
-// JSON text (JsonValue::dump(-1)'s) safe inside a <script> element: '<', '>' and '&' only
-// occur in strings there, where \u escapes mean the same characters. The spaces dump(-1)
-// writes after ',' and ':' outside strings are left out (a big sweep's data is MBs).
-std::string script_safe(const std::string& json) {
-  std::string out;
-  out.reserve(json.size() + json.size() / 64);
+// Appends JSON text (JsonValue::dump(-1)'s, or a piece of it cut between values) to `out`,
+// safe inside a <script> element: '<', '>' and '&' only occur in strings there, where \u
+// escapes mean the same characters. The spaces dump(-1) writes after ',' and ':' outside
+// strings are left out (a big sweep's data is MBs).
+void append_script_safe(std::string& out, std::string_view json) {
   bool in_string = false;
   for (size_t i = 0; i < json.size(); ++i) {
     char c = json[i];
@@ -78,7 +77,6 @@ std::string script_safe(const std::string& json) {
       }
     }
   }
-  return out;
 }
 
 // A relative URL for a path of bytes: every byte but unreserved ones and '/' percent-encoded,
@@ -194,9 +192,9 @@ std::optional<fs::path> link_base_of(const std::string& root, const fs::path& pa
   return relative;
 }
 
-// The page: the report's data as JSON in a script element, drawn by the page's script;
-// one self-contained file.
-std::string page_document(const std::string& root, const JsonValue& data, size_t reserve) {
+// The page up to its data: the data, JSON in a script element, follows (append_script_safe),
+// then page_tail(); drawn by the page's script, one self-contained file.
+std::string page_head(const std::string& root, size_t reserve) {
   std::string page;
   page.reserve(reserve + kReportPageScript.size() + kReportPageStyle.size() + 4096);
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
@@ -214,73 +212,98 @@ std::string page_document(const std::string& root, const JsonValue& data, size_t
   page += "<div id=\"js-errors\" hidden></div>\n<main id=\"page\" data-state=\"loading\"><h1>tracelane report: " +
           xml_text(root) + "</h1><p>Drawing&hellip;</p></main>\n";
   page += "<script type=\"application/json\" id=\"tracelane-data\">";
-  page += script_safe(data.dump(-1));
-  page += "</script>\n<script>\n";
-  page += kReportPageScript;
-  page += "</script>\n</body>\n</html>\n";
   return page;
 }
 
-// Links: the page joins links[dir] (once per directory) and the output's name, which is
-// given again as output_href only where the name needs percent-encoding.
-void link_output(Figures& figure, std::map<std::string, std::string>& dir_links, const fs::path& link_base,
-                 const std::string& dir, const std::string& output) {
-  if (is_dir_under_root(dir) && output.find('/') == std::string::npos && output != "." && output != "..") {
-    std::string dir_text = report_text(dir);
-    if (!dir_links.count(dir_text))
-      dir_links[dir_text] = url_path((link_base / dir).lexically_normal().generic_string());
+void page_tail(std::string& page) {
+  page += "</script>\n<script>\n";
+  page += kReportPageScript;
+  page += "</script>\n</body>\n</html>\n";
+}
+
+// Whether the page links a row's output: never for a dir outside ROOT, or a name with
+// '/', '.' or '..', which would lead out of the tree or its directory, however the page
+// would otherwise join links[dir] and the name.
+bool linkable(const std::string& dir, const std::string& output) {
+  return is_dir_under_root(dir) && output.find('/') == std::string::npos && output != "." && output != "..";
+}
+
+// Links: the page joins links[dir] (once per directory, page_dir_links()) and the output's
+// name, which is given again as output_href only where the name needs percent-encoding.
+void link_output(Figures& figure, const std::string& dir, const std::string& output) {
+  if (linkable(dir, output)) {
     std::string encoded = url_path(output);
     if (encoded != report_text(output)) figure.out.set("output_href", JsonValue::string(encoded));
   } else {
-    // Never linked (a dir outside ROOT, or a name with '/', '.' or '..', would lead out of
-    // the tree or its directory), however the page would otherwise join links[dir] and the
-    // name.
     figure.out.set("no_link", JsonValue::boolean(true));
   }
 }
 
-// The figures of every row, in order (the group names indexed in that order).
-std::vector<Figures> page_figures(const PageData& page, Groups& groups) {
-  std::vector<Figures> figures;
-  for (size_t i = 0; i < page.report->rows.size(); ++i)
-    figures.push_back(figures_json(page.report->rows[i].figures, page.figure_keys[i], groups));
-  return figures;
+// Whether a row gets a link (link_output): it has a dir and an output, and the report's
+// root is absolute.
+bool has_link(const Row& row, const std::optional<fs::path>& link_base) {
+  return link_base && std::holds_alternative<std::string>(row.get(ColumnId::dir)) &&
+         std::holds_alternative<std::string>(row.get(ColumnId::output));
 }
 
-// The rows as arrays of the kPageColumns cells, each ending in its figures and link. An
-// iteration whose merge row has a timeline leaves its file rows' timelines out: the page
-// draws the merge's (all ranks on one clock), and the data stays small.
-JsonValue page_rows(const PageData& page, std::vector<Figures>& figures, const std::optional<fs::path>& link_base,
-                    std::map<std::string, std::string>& dir_links) {
-  std::set<std::string> merged_timeline_dirs;
+// links[dir]: each linked directory's path relative to the page.
+std::map<std::string, std::string> page_dir_links(const PageData& page, const std::optional<fs::path>& link_base) {
+  std::map<std::string, std::string> dir_links;
+  for (const Row& row : page.report->rows) {
+    if (!has_link(row, link_base)) continue;
+    std::string dir = row.text(ColumnId::dir);
+    if (!linkable(dir, row.text(ColumnId::output))) continue;
+    std::string dir_text = report_text(dir);
+    if (!dir_links.count(dir_text))
+      dir_links[dir_text] = url_path((*link_base / dir).lexically_normal().generic_string());
+  }
+  return dir_links;
+}
+
+// The lane group names, numbered in the order of the rows' figures (figures_json's).
+Groups page_groups(const PageData& page) {
+  Groups groups;
   for (size_t i = 0; i < page.report->rows.size(); ++i)
-    if (figures[i].timeline && page.report->rows[i].kind == RowKind::merge &&
-        std::holds_alternative<std::string>(page.report->rows[i].get(ColumnId::dir)))
-      merged_timeline_dirs.insert(page.report->rows[i].text(ColumnId::dir));
-  JsonValue rows = JsonValue::array();
+    figures_json(page.report->rows[i].figures, page.figure_keys[i], groups);
+  return groups;
+}
+
+// The iterations whose merge row has a timeline: their file rows' timelines are left out
+// (page_row).
+std::set<std::string> merged_timeline_dirs_of(const PageData& page) {
+  std::set<std::string> dirs;
   for (size_t i = 0; i < page.report->rows.size(); ++i) {
     const Row& row = page.report->rows[i];
-    JsonValue cells = JsonValue::array();
-    cells.push(JsonValue::string(kind_name(row.kind)));
-    for (size_t c = 1; c < std::size(kPageColumns); ++c) {
-      const Column& column = column_of(kPageColumns[c]);
-      const Cell& cell =
-          page.written_cells_only && !(column.kinds & (1u << unsigned(row.kind))) ? Cell() : row.get(column.id);
-      cells.push(std::holds_alternative<double>(cell)
-                     ? real_json(real_as_written(std::get<double>(cell), column.decimals))
-                     : cell_json(cell, column));
-    }
-    Figures& figure = figures[i];
-    bool has_dir = std::holds_alternative<std::string>(row.get(ColumnId::dir));
-    bool has_output = std::holds_alternative<std::string>(row.get(ColumnId::output));
-    bool merge_draws_it = row.kind == RowKind::file && has_dir && merged_timeline_dirs.count(row.text(ColumnId::dir));
-    if (figure.timeline && !merge_draws_it) figure.out.set("timeline", std::move(*figure.timeline));
-    if (link_base && has_dir && has_output)
-      link_output(figure, dir_links, *link_base, row.text(ColumnId::dir), row.text(ColumnId::output));
-    cells.push(std::move(figure.out));
-    rows.push(std::move(cells));
+    if (row.figures && page.figure_keys[i].timeline && row.kind == RowKind::merge &&
+        std::holds_alternative<std::string>(row.get(ColumnId::dir)))
+      dirs.insert(row.text(ColumnId::dir));
   }
-  return rows;
+  return dirs;
+}
+
+// Row `i` as an array of the kPageColumns cells, ending in its figures and link. An
+// iteration whose merge row has a timeline leaves its file rows' timelines out: the page
+// draws the merge's (all ranks on one clock), and the data stays small.
+JsonValue page_row(const PageData& page, size_t i, Groups& groups, const std::set<std::string>& merged_timeline_dirs,
+                   const std::optional<fs::path>& link_base) {
+  const Row& row = page.report->rows[i];
+  JsonValue cells = JsonValue::array();
+  cells.push(JsonValue::string(kind_name(row.kind)));
+  for (size_t c = 1; c < std::size(kPageColumns); ++c) {
+    const Column& column = column_of(kPageColumns[c]);
+    const Cell& cell =
+        page.written_cells_only && !(column.kinds & (1u << unsigned(row.kind))) ? Cell() : row.get(column.id);
+    cells.push(std::holds_alternative<double>(cell)
+                   ? real_json(real_as_written(std::get<double>(cell), column.decimals))
+                   : cell_json(cell, column));
+  }
+  Figures figure = figures_json(row.figures, page.figure_keys[i], groups);
+  bool has_dir = std::holds_alternative<std::string>(row.get(ColumnId::dir));
+  bool merge_draws_it = row.kind == RowKind::file && has_dir && merged_timeline_dirs.count(row.text(ColumnId::dir));
+  if (figure.timeline && !merge_draws_it) figure.out.set("timeline", std::move(*figure.timeline));
+  if (has_link(row, link_base)) link_output(figure, row.text(ColumnId::dir), row.text(ColumnId::output));
+  cells.push(std::move(figure.out));
+  return cells;
 }
 
 JsonValue notes_json(const std::vector<std::string>& notes) {
@@ -307,28 +330,41 @@ JsonValue runs_json(const std::vector<RunInfo>& runs) {
   return out;
 }
 
-// The page of `page`: the figures first, so that group names are numbered in the report's
-// order; the rows, with links to their outputs relative to the page; the data, in a script
-// element drawn by the page's script; one file.
+// The page of `page`: the group names numbered in the order of the rows' figures, and the
+// links to the outputs relative to the page, first (the data gives them before the rows);
+// then the data, written into the page a row at a time (a tree of a million rows' data
+// would cost several times its text).
 std::string draw_page(PageData& page, const std::string& source, const fs::path& page_dir, size_t reserve) {
   const Report& report = *page.report;
   const std::string root = report_text(report.root);
-  Groups groups;
-  std::vector<Figures> figures = page_figures(page, groups);
-  std::map<std::string, std::string> dir_links;
-  JsonValue rows = page_rows(page, figures, link_base_of(report.root, page_dir), dir_links);
+  Groups groups = page_groups(page);
+  std::optional<fs::path> link_base = link_base_of(report.root, page_dir);
+  std::set<std::string> merged_timeline_dirs = merged_timeline_dirs_of(page);
 
-  JsonValue data = JsonValue::object();
-  data.set("source", JsonValue::string(report_text(source)));
-  data.set("root", JsonValue::string(root)).set("tool", JsonValue::string(page.tool));
-  data.set("shard", shard_json(report.shard)).set("runs", runs_json(report.runs));
-  data.set("totals", std::move(page.totals));
+  std::string out = page_head(root, reserve);
+  std::string json;  // the data's text since it was last appended to the page
+  auto append = [&] {
+    append_script_safe(out, json);
+    json.clear();
+  };
+  JsonObjectWriter data(json, -1);
+  data.member("source", JsonValue::string(report_text(source)));
+  data.member("root", JsonValue::string(root)).member("tool", JsonValue::string(page.tool));
+  data.member("shard", shard_json(report.shard)).member("runs", runs_json(report.runs));
+  data.member("totals", page.totals);
   JsonValue columns = JsonValue::array(), links = JsonValue::object();
   for (ColumnId id : kPageColumns) columns.push(JsonValue::string(column_of(id).name));
-  for (const auto& [dir, link] : dir_links) links.set(dir, JsonValue::string(link));
-  data.set("columns", std::move(columns)).set("groups", std::move(groups.names)).set("links", std::move(links));
-  data.set("rows", std::move(rows)).set("notes", notes_json(page.notes));
-  return page_document(root, data, reserve);
+  for (const auto& [dir, link] : page_dir_links(page, link_base)) links.set(dir, JsonValue::string(link));
+  data.member("columns", columns).member("groups", groups.names).member("links", links);
+  data.begin_array("rows");
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    data.item(page_row(page, i, groups, merged_timeline_dirs, link_base));
+    append();
+  }
+  data.end_array().member("notes", notes_json(page.notes)).finish();
+  append();
+  page_tail(out);
+  return out;
 }
 
 }  // namespace

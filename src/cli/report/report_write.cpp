@@ -28,34 +28,53 @@ void add_plan_json(JsonValue& object, const IterationPlan& plan) {
   object.set("iterations", std::move(iterations));
 }
 
+// A row as report_json() writes it: its kind's columns, then its figures.
+JsonValue row_json(const Row& row) {
+  JsonValue item = JsonValue::object();
+  unsigned bit = 1u << unsigned(row.kind);
+  for (size_t c = 0; c < kColumns.size(); ++c) {
+    if (!(kColumns[c].kinds & bit)) continue;
+    // "original" only where sweep --remove-originals filled it: a report of a sweep
+    // without the flag is what it was before the column (and older readers read it).
+    if (kColumns[c].id == ColumnId::original && std::holds_alternative<std::monostate>(row.cells[c])) continue;
+    if (c == 0)
+      item.set("kind", JsonValue::string(kind_name(row.kind)));
+    else
+      item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
+  }
+  if (row.figures && row.kind != RowKind::problem) add_figures_json(item, *row.figures, report_text);
+  return item;
+}
+
 }  // namespace
 
+// Written member by member, each row built and dropped: a tree of a million rows' JSON
+// would cost several times the text.
 std::string report_json(const Report& report) {
-  JsonValue doc = JsonValue::object();
-  doc.set("schema_version", JsonValue::integer(kReportSchemaVersion));
-  doc.set("tool", JsonValue::string("tracelane " TRACELANE_VERSION));
-  doc.set("root", JsonValue::string(printable(report.root, Backslash::escape)));
+  std::string out;
+  JsonObjectWriter doc(out, 2);
+  doc.member("schema_version", JsonValue::integer(kReportSchemaVersion));
+  doc.member("tool", JsonValue::string("tracelane " TRACELANE_VERSION));
+  doc.member("root", JsonValue::string(printable(report.root, Backslash::escape)));
   if (report.shard) {
     JsonValue shard = JsonValue::object();
     shard.set("index", JsonValue::integer(report.shard->index));
     shard.set("count", JsonValue::integer(report.shard->count));
-    doc.set("shard", std::move(shard));
+    doc.member("shard", shard);
   } else {
-    doc.set("shard", JsonValue::null());
+    doc.member("shard", JsonValue::null());
   }
   if (report.plan) {
     JsonValue plan = JsonValue::object();
     add_plan_json(plan, *report.plan);
-    doc.set("plan", std::move(plan));
+    doc.member("plan", plan);
   } else {
-    doc.set("plan", JsonValue::null());
+    doc.member("plan", JsonValue::null());
   }
-  doc.set("timing_columns", [&] {
-    JsonValue names = JsonValue::array();
-    for (const Column& column : kColumns)
-      if (column.timing) names.push(JsonValue::string(column.name));
-    return names;
-  }());
+  JsonValue timing_names = JsonValue::array();
+  for (const Column& column : kColumns)
+    if (column.timing) timing_names.push(JsonValue::string(column.name));
+  doc.member("timing_columns", timing_names);
   JsonValue runs = JsonValue::array();
   for (const RunInfo& run : report.runs) {
     JsonValue item = JsonValue::object();
@@ -65,29 +84,13 @@ std::string report_json(const Report& report) {
     item.set("memory_budget_bytes", JsonValue::integer(int64_t(run.memory_budget_bytes)));
     runs.push(std::move(item));
   }
-  doc.set("runs", std::move(runs));
-
-  doc.set("totals", totals_json(report.rows));
-
-  JsonValue rows = JsonValue::array();
-  for (const Row& row : report.rows) {
-    JsonValue item = JsonValue::object();
-    unsigned bit = 1u << unsigned(row.kind);
-    for (size_t c = 0; c < kColumns.size(); ++c) {
-      if (!(kColumns[c].kinds & bit)) continue;
-      // "original" only where sweep --remove-originals filled it: a report of a sweep
-      // without the flag is what it was before the column (and older readers read it).
-      if (kColumns[c].id == ColumnId::original && std::holds_alternative<std::monostate>(row.cells[c])) continue;
-      if (c == 0)
-        item.set("kind", JsonValue::string(kind_name(row.kind)));
-      else
-        item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
-    }
-    if (row.figures && row.kind != RowKind::problem) add_figures_json(item, *row.figures, report_text);
-    rows.push(std::move(item));
-  }
-  doc.set("rows", std::move(rows));
-  return doc.dump(2) + "\n";
+  doc.member("runs", runs);
+  doc.member("totals", totals_json(report.rows));
+  doc.begin_array("rows");
+  for (const Row& row : report.rows) doc.item(row_json(row));
+  doc.end_array().finish();
+  out += '\n';
+  return out;
 }
 
 std::string plan_file_json(const PlanFile& file) {
