@@ -456,12 +456,18 @@ void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_v
 }
 
 void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<SetMember> members;
+  for (const auto& [name, bytes] : files) members.push_back({name, [&bytes = bytes] { return bytes; }});
+  write_set_atomically(dir, members);
+}
+
+void write_set_atomically(const fs::path& dir, const std::vector<SetMember>& files) {
   // Every temporary written and synced before any name is replaced: a full disk or a
   // failed write leaves the set that was there whole.
   std::vector<std::unique_ptr<AtomicOutput>> outputs;
-  for (const auto& [name, bytes] : files) {
-    outputs.push_back(std::make_unique<AtomicOutput>(dir / name, std::vector<NamedIdentity>{}));
-    outputs.back()->write(bytes);
+  for (const SetMember& member : files) {
+    outputs.push_back(std::make_unique<AtomicOutput>(dir / member.name, std::vector<NamedIdentity>{}));
+    outputs.back()->write(member.bytes());
     outputs.back()->seal();
   }
   DirectoryLock lock;
@@ -477,7 +483,7 @@ void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::
       // run is read as this one's; the message says which are gone.
       std::string removed;
       for (size_t j = i; j < outputs.size(); ++j) {
-        fs::path stale = dir / files[j].first;
+        fs::path stale = dir / files[j].name;
         if (::unlink(stale.c_str()) == 0) removed += (removed.empty() ? "" : ", ") + stale.string();
       }
       throw Error(std::string(error.what()) + "; the set is incomplete" +

@@ -8,6 +8,7 @@
 #include <boost/filesystem.hpp>
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -195,6 +196,14 @@ class AtomicOutput {
 // the members not yet replaced are removed (they belong to another run), and the Error
 // says the set is incomplete and what was removed.
 void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files);
+// The same, each member's bytes made only when it is written and dropped once its temporary
+// is: a set of large files (a report of a million rows) costs the largest member's memory,
+// not the sum of all.
+struct SetMember {
+  std::string name;
+  std::function<std::string()> bytes;
+};
+void write_set_atomically(const fs::path& dir, const std::vector<SetMember>& members);
 
 // SIGTERM, SIGINT and SIGHUP (Slurm's scancel and time limit, Ctrl-C, a closed terminal)
 // remove every temporary an AtomicOutput of this process holds, then end the process by

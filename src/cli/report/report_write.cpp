@@ -166,15 +166,22 @@ std::string report_base_name(const std::optional<Shard>& shard) {
 fs::path write_report(const Report& report, const fs::path& dir) {
   std::string base = report_base_name(report.shard);
   fs::path json_path = dir / (base + ".json");
-  std::string json = report_json(report);
   // The page is what `report --html` draws from the JSON, drawn from the report in memory
-  // (reading the JSON back costs over ten times its size). The three replace
-  // the previous set together: the JSON first (what the others are made from), the page
-  // last (what a person opens).
-  std::string html = report_page(report, json_path.string(), dir, json.size() / 2);
-  write_set_atomically(dir, {{json_path.filename().string(), std::move(json)},
-                             {base + ".csv", report_csv(report)},
-                             {html_path_for(json_path).filename().string(), std::move(html)}});
+  // (reading the JSON back costs over ten times its size). The three replace the previous
+  // set together: the JSON first (what the others are made from), the page last (what a
+  // person opens). Each is made when it is written and dropped then: a big sweep's report
+  // holds one of them at a time.
+  size_t json_bytes = 0;
+  write_set_atomically(dir, std::vector<SetMember>{
+                                {json_path.filename().string(),
+                                 [&] {
+                                   std::string json = report_json(report);
+                                   json_bytes = json.size();
+                                   return json;
+                                 }},
+                                {base + ".csv", [&] { return report_csv(report); }},
+                                {html_path_for(json_path).filename().string(),
+                                 [&] { return report_page(report, json_path.string(), dir, json_bytes / 2); }}});
   return json_path;
 }
 
