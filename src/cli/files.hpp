@@ -7,8 +7,8 @@
 
 #include <boost/filesystem.hpp>
 #include <cstdint>
-#include <optional>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -142,7 +142,6 @@ using Cell = std::variant<std::monostate, int64_t, double, std::string>;
 
 struct Row {
   RowKind kind = RowKind::file;
-  std::vector<Cell> cells = std::vector<Cell>(kColumnCount);
   // GPU busy figures and timeline data (docs/figures.md): only on file and merge rows with
   // status ok, or skipped when figures_record() kept them with the output. Written after the
   // columns (the CSV gets gpu_window_us and gpu_busy), never in row_record() (they are
@@ -152,16 +151,26 @@ struct Row {
   Row() = default;
   explicit Row(RowKind k) : kind(k) {}
   Row& set(ColumnId column, Cell value) {
-    cells[size_t(column)] = std::move(value);
+    if (cells_.empty()) cells_.resize(kColumnCount);
+    cells_[size_t(column)] = std::move(value);
     return *this;
   }
-  const Cell& get(ColumnId column) const { return cells[size_t(column)]; }
+  const Cell& get(ColumnId column) const {
+    static const Cell absent;
+    return cells_.empty() ? absent : cells_[size_t(column)];
+  }
+  const Cell& get(size_t column) const { return get(ColumnId(column)); }
   // A text cell's bytes; "" when the cell is absent or not text.
   std::string text(ColumnId column) const;
   // The status cell as a status: nothing while it is unset (or, in a report read for the
   // page, text that is no status).
   std::optional<RowStatus> status() const;
   Row& set_status(RowStatus status) { return set(ColumnId::status, std::string(status_name(status))); }
+
+ private:
+  // Every column's cell, once one is set: a row nothing was set in (the merge row of an
+  // iteration that has no merge, in a sweep of a million) holds none.
+  std::vector<Cell> cells_;
 };
 
 // Sorted by iteration directory (byte order), then file rows by rank, the merge row, and

@@ -171,7 +171,7 @@ Totals compute_totals(const std::vector<Row>& rows) {
       if (!column.summed) continue;
       RowKind summed_kind = (column.kinds & F) ? RowKind::file : RowKind::merge;
       if (row.kind != summed_kind) continue;
-      const Cell& cell = row.cells[c];
+      const Cell& cell = row.get(c);
       Cell& sum = totals.sums[c];
       if (std::holds_alternative<int64_t>(cell)) {
         int64_t before = std::holds_alternative<int64_t>(sum) ? std::get<int64_t>(sum) : 0, after;

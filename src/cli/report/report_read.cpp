@@ -107,7 +107,7 @@ void read_cells(const ReportReader& reader, const Members& members, const std::s
     auto cell = cell_from_json(it->second, column, reader.for_page());
     if (std::holds_alternative<std::string>(cell))
       reader.fail(path, std::get<std::string>(cell), reader.for_page() ? "" : excerpt(it->second));
-    row.cells[c] = std::move(std::get<Cell>(cell));
+    row.set(ColumnId(c), std::move(std::get<Cell>(cell)));
   }
 }
 
@@ -450,7 +450,7 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
     if (column.timing || column.id == ColumnId::status || column.id == ColumnId::error ||
         column.id == ColumnId::original)
       continue;
-    if (!std::holds_alternative<std::monostate>(filled.cells[c])) continue;
+    if (!std::holds_alternative<std::monostate>(filled.get(c))) continue;
     // A record written before schema 3 (an output of the previous release, still up to
     // date) names a renamed column as schema 2 did.
     simdjson::dom::element value;
@@ -458,7 +458,7 @@ bool fill_from_record(Row& row, std::string_view record, int64_t output_bytes) {
     if (value.is_null()) continue;
     auto cell = cell_from_json(value, column, false);
     if (!std::holds_alternative<Cell>(cell)) return false;
-    filled.cells[c] = std::move(std::get<Cell>(cell));
+    filled.set(ColumnId(c), std::move(std::get<Cell>(cell)));
   }
   row = std::move(filled);
   return true;

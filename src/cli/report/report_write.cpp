@@ -36,11 +36,11 @@ JsonValue row_json(const Row& row) {
     if (!(kColumns[c].kinds & bit)) continue;
     // "original" only where sweep --remove-originals filled it: a report of a sweep
     // without the flag is what it was before the column (and older readers read it).
-    if (kColumns[c].id == ColumnId::original && std::holds_alternative<std::monostate>(row.cells[c])) continue;
+    if (kColumns[c].id == ColumnId::original && std::holds_alternative<std::monostate>(row.get(c))) continue;
     if (c == 0)
       item.set("kind", JsonValue::string(kind_name(row.kind)));
     else
-      item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
+      item.set(kColumns[c].name, cell_json(row.get(c), kColumns[c]));
   }
   if (row.figures && row.kind != RowKind::problem) add_figures_json(item, *row.figures, report_text);
   return item;
@@ -106,8 +106,8 @@ std::string row_record(const Row& row) {
   JsonValue item = JsonValue::object();
   item.set("kind", JsonValue::string(kind_name(row.kind)));
   for (size_t c = 1; c < kColumns.size(); ++c)
-    if (!kColumns[c].timing && !std::holds_alternative<std::monostate>(row.cells[c]))
-      item.set(kColumns[c].name, cell_json(row.cells[c], kColumns[c]));
+    if (!kColumns[c].timing && !std::holds_alternative<std::monostate>(row.get(c)))
+      item.set(kColumns[c].name, cell_json(row.get(c), kColumns[c]));
   return item.dump(-1);
 }
 
@@ -117,7 +117,7 @@ std::string report_csv(const Report& report) {
   // "original" only when a row has it (sweep --remove-originals), as in report_json.
   const size_t original = size_t(ColumnId::original);
   const bool with_original = std::any_of(report.rows.begin(), report.rows.end(), [&](const Row& row) {
-    return !std::holds_alternative<std::monostate>(row.cells[original]);
+    return !std::holds_alternative<std::monostate>(row.get(original));
   });
   for (size_t c = 0; c < kColumns.size(); ++c) {
     if (c == original && !with_original) continue;
@@ -126,11 +126,11 @@ std::string report_csv(const Report& report) {
   }
   // The figures' scalar columns last (the timeline is in the JSON report only).
   out += ",gpu_window_us,gpu_busy\r\n";
-  auto write_cells = [&](const std::vector<Cell>& cells, const char* kind, const std::optional<GpuFigures>& figures) {
+  auto write_cells = [&](const auto& cell_of, const char* kind, const std::optional<GpuFigures>& figures) {
     for (size_t c = 0; c < kColumns.size(); ++c) {
       if (c == original && !with_original) continue;
       if (c) out += ',';
-      std::string text = c == 0 ? std::string(kind) : cell_text(cells[c], kColumns[c]);
+      std::string text = c == 0 ? std::string(kind) : cell_text(cell_of(c), kColumns[c]);
       out += csv_field(text);
     }
     out += ',';
@@ -141,12 +141,13 @@ std::string report_csv(const Report& report) {
     out += "\r\n";
   };
   for (const Row& row : report.rows)
-    write_cells(row.cells, kind_name(row.kind), row.kind == RowKind::problem ? std::nullopt : row.figures);
+    write_cells([&](size_t c) -> const Cell& { return row.get(c); }, kind_name(row.kind),
+                row.kind == RowKind::problem ? std::nullopt : row.figures);
   Totals totals = compute_totals(report.rows);
   std::vector<Cell> total_cells = totals.sums;
   total_cells[size_t(ColumnId::status)] =
       std::string(status_name(has_failures(report.rows) ? RowStatus::failed : RowStatus::ok));
-  write_cells(total_cells, "total", std::nullopt);
+  write_cells([&](size_t c) -> const Cell& { return total_cells[c]; }, "total", std::nullopt);
   return out;
 }
 
@@ -172,16 +173,16 @@ fs::path write_report(const Report& report, const fs::path& dir) {
   // person opens). Each is made when it is written and dropped then: a big sweep's report
   // holds one of them at a time.
   size_t json_bytes = 0;
-  write_set_atomically(dir, std::vector<SetMember>{
-                                {json_path.filename().string(),
-                                 [&] {
-                                   std::string json = report_json(report);
-                                   json_bytes = json.size();
-                                   return json;
-                                 }},
-                                {base + ".csv", [&] { return report_csv(report); }},
-                                {html_path_for(json_path).filename().string(),
-                                 [&] { return report_page(report, json_path.string(), dir, json_bytes / 2); }}});
+  write_set_atomically(
+      dir, std::vector<SetMember>{{json_path.filename().string(),
+                                   [&] {
+                                     std::string json = report_json(report);
+                                     json_bytes = json.size();
+                                     return json;
+                                   }},
+                                  {base + ".csv", [&] { return report_csv(report); }},
+                                  {html_path_for(json_path).filename().string(),
+                                   [&] { return report_page(report, json_path.string(), dir, json_bytes / 2); }}});
   return json_path;
 }
 

@@ -370,6 +370,10 @@ SweepOutcome sweep_tree(SweepOptions& options, bool stop_gracefully) {
   if (options.remove_originals && !stop_requested())
     outcome.removals = remove_verified_originals(options, plan, discovery, whole_tree_refusal);
   outcome.report = make_report(options, take_plan_rows(plan), discovery, plan, seconds_since(started));
+  // The tasks and the tree's listing are done with (the report holds the rows): released
+  // before the report's files are made, the sweep's peak for a tree of many iterations.
+  plan = SweepPlan();
+  discovery = Discovery();
   try {
     boost::system::error_code ec;
     fs::create_directories(options.report_dir, ec);
