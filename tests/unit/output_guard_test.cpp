@@ -205,6 +205,30 @@ TEST_F(OutputGuard, ASetWhoseRenameFailsHalfWayLeavesNoMemberOfThePreviousSetBes
     }
 }
 
+// A member's bytes are made only when it is written (a report's page after its JSON), so
+// making them can fail with members already written: the previous set stays whole, no
+// temporary is left, and no member after it is made.
+TEST_F(OutputGuard, ASetWhoseMemberCannotBeMadeLeavesThePreviousSetWhole) {
+  write(dir_ / "set.json", "old json");
+  write(dir_ / "set.html", "old page");
+  bool page_made = false;
+  std::vector<SetMember> members = {{"set.json", [] { return std::string("new json"); }},
+                                    {"set.csv", []() -> std::string { throw Error("the CSV cannot be made"); }},
+                                    {"set.html", [&] {
+                                       page_made = true;
+                                       return std::string("new page");
+                                     }}};
+  EXPECT_THROW(write_set_atomically(dir_, members), Error);
+  EXPECT_FALSE(page_made);
+  EXPECT_EQ(read(dir_ / "set.json"), "old json");
+  EXPECT_EQ(read(dir_ / "set.html"), "old page");
+  EXPECT_FALSE(fs::exists(dir_ / "set.csv"));
+  for (auto& entry : fs::directory_iterator(dir_))
+    if (entry.path().filename() != kDirectoryLockName) {
+      EXPECT_NE(entry.path().filename().string().front(), '.') << "temporary left: " << entry.path();
+    }
+}
+
 TEST_F(OutputGuard, ASetThatCannotBeWrittenLeavesThePreviousSetWhole) {
   write(dir_ / "set.json", "old json");
   write(dir_ / "set.html", "old page");
