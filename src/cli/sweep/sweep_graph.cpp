@@ -216,7 +216,7 @@ class Sweep {
         json = original_text_from_copy(std::move(json), task.file->path.string(), read.max_bytes);
       else
         task.row.set(ColumnId::input_bytes, int64_t(task.read_identity.size));  // the file read
-      task.trace.emplace(parse_step(std::move(json), task.file->path, options_.job, true));
+      task.trace = std::make_unique<Trace>(parse_step(std::move(json), task.file->path, options_.job, true));
       task.row.set(ColumnId::events, int64_t(task.trace->events.size()));
       task.row.set(ColumnId::pp_rank, int64_t(single_trace_pp_rank(*task.trace)));
     } catch (const LargerThanAdmitted& e) {
@@ -245,7 +245,7 @@ class Sweep {
     try {
       // Every rank output gets its single-trace arrows, as `compact` writes it; the merge
       // replaces them with the merged file's own (SPEC 7, 8).
-      task.compacted.emplace(compact_step(std::move(*task.trace), options_.job, true));
+      task.compacted = std::make_unique<CompactedTrace>(compact_step(std::move(*task.trace), options_.job, true));
       task.trace.reset();
       if (const std::string& reason = already_laned(*task.compacted); !reason.empty()) {
         // Not a failure: the exporter laned it already; nothing to write (SPEC 9.8).

@@ -73,8 +73,10 @@ struct RankTask {
   bool requeued = false;  // the read found more than admitted: back to the budget
   int requeues = 0;
   FileIdentity read_identity;  // the file as read (recorded with the outputs made from it)
-  std::optional<Trace> trace;
-  std::optional<CompactedTrace> compacted;
+  // Held apart, only while the task is in flight: a plan of a million rank files holds a
+  // pointer each, not a parsed and a compacted trace's worth of empty slots (840 bytes).
+  std::unique_ptr<Trace> trace;
+  std::unique_ptr<CompactedTrace> compacted;
   bool failed = false;
   bool already_laned = false;  // SPEC 9.8: left as it is, not a failure
 };
