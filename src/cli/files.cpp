@@ -457,7 +457,8 @@ void AtomicOutput::commit(bool overwrite, std::string_view record, std::string_v
 
 void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files) {
   std::vector<SetMember> members;
-  for (const auto& [name, bytes] : files) members.push_back({name, [&bytes = bytes] { return bytes; }});
+  for (const auto& [name, bytes] : files)
+    members.push_back({name, [&bytes = bytes](const ByteSink& sink) { sink(bytes); }});
   write_set_atomically(dir, members);
 }
 
@@ -467,7 +468,8 @@ void write_set_atomically(const fs::path& dir, const std::vector<SetMember>& fil
   std::vector<std::unique_ptr<AtomicOutput>> outputs;
   for (const SetMember& member : files) {
     outputs.push_back(std::make_unique<AtomicOutput>(dir / member.name, std::vector<NamedIdentity>{}));
-    outputs.back()->write(member.bytes());
+    AtomicOutput& output = *outputs.back();
+    member.write([&output](std::string_view piece) { output.write(piece); });
     outputs.back()->seal();
   }
   DirectoryLock lock;

@@ -196,12 +196,14 @@ class AtomicOutput {
 // the members not yet replaced are removed (they belong to another run), and the Error
 // says the set is incomplete and what was removed.
 void write_set_atomically(const fs::path& dir, const std::vector<std::pair<std::string, std::string>>& files);
-// The same, each member's bytes made only when it is written and dropped once its temporary
-// is: a set of large files (a report of a million rows) costs the largest member's memory,
-// not the sum of all.
+// Where a member of a set is written, piece by piece.
+using ByteSink = std::function<void(std::string_view)>;
+// The same, each member's bytes made only when it is written, and handed on a piece at a
+// time (`write` calls the sink with each): a set of large files (a report of a million
+// rows) costs the memory of a piece, not of a file.
 struct SetMember {
   std::string name;
-  std::function<std::string()> bytes;
+  std::function<void(const ByteSink&)> write;
 };
 void write_set_atomically(const fs::path& dir, const std::vector<SetMember>& members);
 

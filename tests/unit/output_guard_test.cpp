@@ -205,18 +205,30 @@ TEST_F(OutputGuard, ASetWhoseRenameFailsHalfWayLeavesNoMemberOfThePreviousSetBes
     }
 }
 
-// A member's bytes are made only when it is written (a report's page after its JSON), so
-// making them can fail with members already written: the previous set stays whole, no
-// temporary is left, and no member after it is made.
-TEST_F(OutputGuard, ASetWhoseMemberCannotBeMadeLeavesThePreviousSetWhole) {
+// A member's bytes are made only when it is written, a piece at a time (a report's JSON,
+// then its page): the pieces make the file, and making them can fail with members already
+// written: the previous set then stays whole, no temporary is left, and no member after it
+// is made.
+TEST_F(OutputGuard, ASetIsWrittenAPieceAtATimeAndAMemberThatCannotBeMadeLeavesThePreviousSetWhole) {
+  write_set_atomically(dir_, std::vector<SetMember>{{"set.json", [](const ByteSink& sink) {
+                                                       sink("new ");
+                                                       sink("");
+                                                       sink("json");
+                                                     }}});
+  EXPECT_EQ(read(dir_ / "set.json"), "new json");
+
   write(dir_ / "set.json", "old json");
   write(dir_ / "set.html", "old page");
   bool page_made = false;
-  std::vector<SetMember> members = {{"set.json", [] { return std::string("new json"); }},
-                                    {"set.csv", []() -> std::string { throw Error("the CSV cannot be made"); }},
-                                    {"set.html", [&] {
+  std::vector<SetMember> members = {{"set.json", [](const ByteSink& sink) { sink("newer json"); }},
+                                    {"set.csv",
+                                     [](const ByteSink& sink) {
+                                       sink("a,b\r\n");
+                                       throw Error("the CSV cannot be made");
+                                     }},
+                                    {"set.html", [&](const ByteSink& sink) {
                                        page_made = true;
-                                       return std::string("new page");
+                                       sink("new page");
                                      }}};
   EXPECT_THROW(write_set_atomically(dir_, members), Error);
   EXPECT_FALSE(page_made);

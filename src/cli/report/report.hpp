@@ -7,6 +7,7 @@
 #include <array>
 #include <boost/filesystem.hpp>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -210,6 +211,9 @@ std::string cell_text(const Cell& cell, const Column& column);
 std::optional<std::string> name_from_report(std::string_view text);
 
 std::string report_json(const Report& report);
+// The same text, handed to `sink` in pieces of about kReportPiece bytes.
+inline constexpr size_t kReportPiece = size_t(1) << 20;
+void write_report_json(const Report& report, const std::function<void(std::string_view)>& sink);
 
 // A row's cells as a small JSON object (the kind, and every cell but the timing ones),
 // stored with the row's output file, so that a later sweep that skips the up-to-date
@@ -231,6 +235,7 @@ std::string figures_record(const Row& row);
 // record.
 bool fill_figures_from_record(Row& row, std::string_view record);
 std::string report_csv(const Report& report);
+void write_report_csv(const Report& report, const std::function<void(std::string_view)>& sink);
 // Reads a report_json() text back, checking every field's type and range (a row's kind,
 // its status for that kind, each column's type, integers non-negative within int64, reals
 // finite and non-negative, shard K/N with N <= kMaxShards, the schema_version, no unknown

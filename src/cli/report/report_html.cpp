@@ -333,8 +333,9 @@ JsonValue runs_json(const std::vector<RunInfo>& runs) {
 // The page of `page`: the group names numbered in the order of the rows' figures, and the
 // links to the outputs relative to the page, first (the data gives them before the rows);
 // then the data, written into the page a row at a time (a tree of a million rows' data
-// would cost several times its text).
-std::string draw_page(PageData& page, const std::string& source, const fs::path& page_dir, size_t reserve) {
+// would cost several times its text), and the page handed to `sink` a piece at a time.
+void draw_page(PageData& page, const std::string& source, const fs::path& page_dir, size_t reserve,
+               const std::function<void(std::string_view)>& sink) {
   const Report& report = *page.report;
   const std::string root = report_text(report.root);
   Groups groups = page_groups(page);
@@ -360,11 +361,15 @@ std::string draw_page(PageData& page, const std::string& source, const fs::path&
   for (size_t i = 0; i < report.rows.size(); ++i) {
     data.item(page_row(page, i, groups, merged_timeline_dirs, link_base));
     append();
+    if (out.size() >= kReportPiece) {
+      sink(out);
+      out.clear();
+    }
   }
   data.end_array().member("notes", notes_json(page.notes)).finish();
   append();
   page_tail(out);
-  return out;
+  sink(out);
 }
 
 }  // namespace
@@ -374,7 +379,9 @@ std::string report_html(std::string_view report_json, const std::string& source,
   // One reader for the page and `report --combine`: the page's tolerance is a parameter.
   ReportRead read = read_report(report_json, source, Reading::page);
   PageData page{&read.report, read.tool, std::move(read.totals), std::move(read.figure_keys), std::move(read.notes)};
-  return draw_page(page, source, page_dir, report_json.size() / 2);
+  std::string out;
+  draw_page(page, source, page_dir, report_json.size() / 2, [&out](std::string_view piece) { out += piece; });
+  return out;
 }
 
 boost::filesystem::path html_path_for(const boost::filesystem::path& report_json_path) {
@@ -382,17 +389,34 @@ boost::filesystem::path html_path_for(const boost::filesystem::path& report_json
   return page.replace_extension(".html");
 }
 
-std::string report_page(const Report& report, const std::string& source, const boost::filesystem::path& page_dir,
-                        size_t reserve) {
-  // What reading report_json(report) for the page gives: report_json() writes a row's
-  // figures as gpu_window_us, gpu_busy (files) or bubble_fraction (merges), and timeline.
+namespace {
+
+// What reading report_json(report) for the page gives: report_json() writes a row's
+// figures as gpu_window_us, gpu_busy (files) or bubble_fraction (merges), and timeline.
+PageData page_of(const Report& report) {
   PageData page{&report, "tracelane " TRACELANE_VERSION, page_totals_of(report.rows), {}, {}, true};
   for (const Row& row : report.rows) {
     bool written = row.figures && row.kind != RowKind::problem;
     bool merged = written && row.figures->merged;
     page.figure_keys.push_back({written, written && !merged, merged, written});
   }
-  return draw_page(page, source, page_dir, reserve);
+  return page;
+}
+
+}  // namespace
+
+std::string report_page(const Report& report, const std::string& source, const boost::filesystem::path& page_dir,
+                        size_t reserve) {
+  PageData page = page_of(report);
+  std::string out;
+  draw_page(page, source, page_dir, reserve, [&out](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void write_report_page(const Report& report, const std::string& source, const boost::filesystem::path& page_dir,
+                       const std::function<void(std::string_view)>& sink) {
+  PageData page = page_of(report);
+  draw_page(page, source, page_dir, kReportPiece, sink);
 }
 
 }  // namespace tracelane::cli

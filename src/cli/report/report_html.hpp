@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/filesystem.hpp>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,9 @@ std::string report_html(std::string_view report_json, const std::string& source,
 struct Report;
 std::string report_page(const Report& report, const std::string& source, const boost::filesystem::path& page_dir,
                         size_t reserve);
+// The same page, handed to `sink` in pieces of about kReportPiece bytes (write_report).
+void write_report_page(const Report& report, const std::string& source, const boost::filesystem::path& page_dir,
+                       const std::function<void(std::string_view)>& sink);
 
 // The page's name for a report file: tracelane_report[.shard-K-of-N].json -> .html.
 boost::filesystem::path html_path_for(const boost::filesystem::path& report_json_path);

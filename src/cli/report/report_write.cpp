@@ -48,9 +48,15 @@ JsonValue row_json(const Row& row) {
 
 }  // namespace
 
-// Written member by member, each row built and dropped: a tree of a million rows' JSON
-// would cost several times the text.
 std::string report_json(const Report& report) {
+  std::string out;
+  write_report_json(report, [&out](std::string_view piece) { out += piece; });
+  return out;
+}
+
+// Written member by member, each row built, written and dropped, and handed on a piece at
+// a time: neither a tree of a million rows' JSON nor its whole text is ever held.
+void write_report_json(const Report& report, const std::function<void(std::string_view)>& sink) {
   std::string out;
   JsonObjectWriter doc(out, 2);
   doc.member("schema_version", JsonValue::integer(kReportSchemaVersion));
@@ -87,10 +93,16 @@ std::string report_json(const Report& report) {
   doc.member("runs", runs);
   doc.member("totals", totals_json(report.rows));
   doc.begin_array("rows");
-  for (const Row& row : report.rows) doc.item(row_json(row));
+  for (const Row& row : report.rows) {
+    doc.item(row_json(row));
+    if (out.size() >= kReportPiece) {
+      sink(out);
+      out.clear();
+    }
+  }
   doc.end_array().finish();
   out += '\n';
-  return out;
+  sink(out);
 }
 
 std::string plan_file_json(const PlanFile& file) {
@@ -112,6 +124,12 @@ std::string row_record(const Row& row) {
 }
 
 std::string report_csv(const Report& report) {
+  std::string out;
+  write_report_csv(report, [&out](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void write_report_csv(const Report& report, const std::function<void(std::string_view)>& sink) {
   // CRLF line ends (RFC 4180); pandas and spreadsheets read them as plain line ends.
   std::string out;
   // "original" only when a row has it (sweep --remove-originals), as in report_json.
@@ -140,15 +158,20 @@ std::string report_csv(const Report& report) {
     if (figures && !figures->merged) out += csv_field(cell_text(Cell(busy_csv(*figures)), kColumns[0]));
     out += "\r\n";
   };
-  for (const Row& row : report.rows)
+  for (const Row& row : report.rows) {
     write_cells([&](size_t c) -> const Cell& { return row.get(c); }, kind_name(row.kind),
                 row.kind == RowKind::problem ? std::nullopt : row.figures);
+    if (out.size() >= kReportPiece) {
+      sink(out);
+      out.clear();
+    }
+  }
   Totals totals = compute_totals(report.rows);
   std::vector<Cell> total_cells = totals.sums;
   total_cells[size_t(ColumnId::status)] =
       std::string(status_name(has_failures(report.rows) ? RowStatus::failed : RowStatus::ok));
   write_cells([&](size_t c) -> const Cell& { return total_cells[c]; }, "total", std::nullopt);
-  return out;
+  sink(out);
 }
 
 std::string figures_record(const Row& row) {
@@ -170,19 +193,14 @@ fs::path write_report(const Report& report, const fs::path& dir) {
   // The page is what `report --html` draws from the JSON, drawn from the report in memory
   // (reading the JSON back costs over ten times its size). The three replace the previous
   // set together: the JSON first (what the others are made from), the page last (what a
-  // person opens). Each is made when it is written and dropped then: a big sweep's report
-  // holds one of them at a time.
-  size_t json_bytes = 0;
+  // person opens). Each is written a piece at a time as it is made: a big sweep's report
+  // never holds the text of any of them.
   write_set_atomically(
-      dir, std::vector<SetMember>{{json_path.filename().string(),
-                                   [&] {
-                                     std::string json = report_json(report);
-                                     json_bytes = json.size();
-                                     return json;
-                                   }},
-                                  {base + ".csv", [&] { return report_csv(report); }},
-                                  {html_path_for(json_path).filename().string(),
-                                   [&] { return report_page(report, json_path.string(), dir, json_bytes / 2); }}});
+      dir, std::vector<SetMember>{
+               {json_path.filename().string(), [&](const ByteSink& sink) { write_report_json(report, sink); }},
+               {base + ".csv", [&](const ByteSink& sink) { write_report_csv(report, sink); }},
+               {html_path_for(json_path).filename().string(),
+                [&](const ByteSink& sink) { write_report_page(report, json_path.string(), dir, sink); }}});
   return json_path;
 }
 
