@@ -4,6 +4,8 @@
 // skips it.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,69 @@ using namespace tracelane::cli;
 using namespace tracelane::cli::report_test;
 using tracelane::GpuFigures;
 using tracelane::TimelineStrip;
+
+TEST(ReportRow, HoldsTheCellsSetInAnyOrderAndReadsTheRestAsAbsent) {
+  // Set out of column order, one set twice, one of another kind's column: each reads back
+  // as set, the last value of each, every other column absent.
+  Row row(RowKind::file);
+  row.set(ColumnId::status, std::string("ok"))
+      .set(ColumnId::dir, std::string("run/iteration_1"))
+      .set(ColumnId::events, int64_t(7))
+      .set(ColumnId::compaction_ratio, 0.5)
+      .set(ColumnId::kind, std::string("file"))
+      .set(ColumnId::events, int64_t(9))
+      .set(ColumnId::original, std::string("removed"))
+      .set(ColumnId::pp_order, std::string("0 1"));
+  std::map<ColumnId, Cell> expected = {
+      {ColumnId::kind, std::string("file")},   {ColumnId::dir, std::string("run/iteration_1")},
+      {ColumnId::events, int64_t(9)},          {ColumnId::compaction_ratio, 0.5},
+      {ColumnId::status, std::string("ok")},   {ColumnId::original, std::string("removed")},
+      {ColumnId::pp_order, std::string("0 1")}};
+  auto expect_cells = [&](const Row& r, const char* what) {
+    for (size_t c = 0; c < kColumnCount; ++c) {
+      auto it = expected.find(ColumnId(c));
+      EXPECT_EQ(r.get(c), it == expected.end() ? Cell() : it->second) << what << ": " << report_columns()[c].name;
+    }
+  };
+  expect_cells(row, "set");
+
+  // A copy is its own: a cell set in it (more than the copy had room for) leaves the first
+  // as it was.
+  Row copy = row;
+  copy.set(ColumnId::output_bytes, int64_t(100)).set(ColumnId::rank, int64_t(3));
+  expect_cells(row, "original after the copy changed");
+  EXPECT_EQ(copy.get(ColumnId::output_bytes), Cell(int64_t(100)));
+  EXPECT_EQ(copy.get(ColumnId::rank), Cell(int64_t(3)));
+  EXPECT_EQ(copy.get(ColumnId::status), Cell(std::string("ok")));
+
+  // Moved from, a row reads as empty, and takes cells again.
+  Row moved = std::move(copy);
+  EXPECT_EQ(moved.get(ColumnId::rank), Cell(int64_t(3)));
+  for (size_t c = 0; c < kColumnCount; ++c) EXPECT_EQ(copy.get(c), Cell()) << report_columns()[c].name;
+  copy.set(ColumnId::file, std::string("rank0_trace.json"));
+  EXPECT_EQ(copy.text(ColumnId::file), "rank0_trace.json");
+  EXPECT_EQ(copy.get(ColumnId::rank), Cell());
+}
+
+TEST(ReportRow, ItsFiguresAreCopiedWithItAndNoneReadAsNone) {
+  Row row(RowKind::file);
+  EXPECT_FALSE(row.figures.has_value());
+  EXPECT_EQ(row.figures.get(), nullptr);
+  GpuFigures figures;
+  figures.window_us = 12.5;
+  figures.busy["compute"] = 5000;
+  row.figures = figures;
+  Row copy = row;
+  copy.figures->busy["compute"] = 1;
+  ASSERT_TRUE(row.figures);
+  EXPECT_EQ(row.figures->busy.at("compute"), 5000);
+  EXPECT_EQ(copy.figures->window_us, 12.5);
+  row.figures = std::optional<GpuFigures>();
+  EXPECT_FALSE(row.figures);
+  EXPECT_TRUE(copy.figures);
+  Row moved = std::move(copy);
+  EXPECT_EQ(moved.figures->busy.at("compute"), 1);
+}
 
 TEST(ReportNames, EveryTextCellIsValidUtf8AndReadsBackToTheRawBytes) {
   const std::string dir = "run\xff/it\x1b[31m\\x41/\xc3";

@@ -5,12 +5,15 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <boost/filesystem.hpp>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -141,25 +144,85 @@ inline const Column& column_of(ColumnId id) { return report_columns()[size_t(id)
 // A cell: absent (null in JSON, empty in CSV), an integer, a real, or text.
 using Cell = std::variant<std::monostate, int64_t, double, std::string>;
 
+// The cells a row has set, and only those, in column order: a sweep of a million rows holds
+// a million of these, and a file row sets two thirds of the columns, a merge row of an
+// iteration without a merge none.
+class RowCells {
+ public:
+  static_assert(kColumnCount <= 64, "one bit of `present_` per column");
+
+  RowCells() = default;
+  RowCells(const RowCells&) = default;
+  RowCells& operator=(const RowCells&) = default;
+  // A moved-from row reads as empty.
+  RowCells(RowCells&& other) noexcept : present_(std::exchange(other.present_, 0)), cells_(std::move(other.cells_)) {
+    other.cells_.clear();
+  }
+  RowCells& operator=(RowCells&& other) noexcept {
+    present_ = std::exchange(other.present_, 0);
+    cells_ = std::move(other.cells_);
+    other.cells_.clear();
+    return *this;
+  }
+
+  const Cell& get(ColumnId column) const {
+    static const Cell absent;
+    uint64_t bit = uint64_t(1) << size_t(column);
+    return present_ & bit ? cells_[std::popcount(present_ & (bit - 1))] : absent;
+  }
+  // `room`: how many cells to make room for when this is the first (the most the row's kind
+  // has), so that a row's cells are one allocation of the size it needs.
+  void set(ColumnId column, Cell value, size_t room);
+
+ private:
+  uint64_t present_ = 0;     // bit c: column c's cell is in cells_
+  std::vector<Cell> cells_;  // the cells of the bits of present_, lowest first
+};
+
+// An optional value held on the heap, as std::optional reads: a row without one costs a
+// pointer, not the value's size, and a copy copies the value.
+template <class T>
+class HeapOptional {
+ public:
+  HeapOptional() = default;
+  HeapOptional(std::nullopt_t) {}
+  HeapOptional(T value) : value_(std::make_unique<T>(std::move(value))) {}
+  HeapOptional(std::optional<T> value) {
+    if (value) value_ = std::make_unique<T>(std::move(*value));
+  }
+  HeapOptional(const HeapOptional& other) : value_(other.value_ ? std::make_unique<T>(*other.value_) : nullptr) {}
+  HeapOptional(HeapOptional&&) noexcept = default;
+  HeapOptional& operator=(HeapOptional other) noexcept {
+    value_ = std::move(other.value_);
+    return *this;
+  }
+
+  bool has_value() const { return value_ != nullptr; }
+  explicit operator bool() const { return has_value(); }
+  const T& operator*() const { return *value_; }
+  T& operator*() { return *value_; }
+  const T* operator->() const { return value_.get(); }
+  T* operator->() { return value_.get(); }
+  // The value, or nullptr.
+  const T* get() const { return value_.get(); }
+  void reset() { value_.reset(); }
+
+ private:
+  std::unique_ptr<T> value_;
+};
+
 struct Row {
   RowKind kind = RowKind::file;
   // GPU busy figures and timeline data (docs/figures.md): only on file and merge rows with
   // status ok, or skipped when figures_record() kept them with the output. Written after the
   // columns (the CSV gets gpu_window_us and gpu_busy), never in row_record() (they are
   // stored apart, figures_record()), optional when read back.
-  std::optional<GpuFigures> figures;
+  HeapOptional<GpuFigures> figures;
 
   Row() = default;
   explicit Row(RowKind k) : kind(k) {}
-  Row& set(ColumnId column, Cell value) {
-    if (cells_.empty()) cells_.resize(kColumnCount);
-    cells_[size_t(column)] = std::move(value);
-    return *this;
-  }
-  const Cell& get(ColumnId column) const {
-    static const Cell absent;
-    return cells_.empty() ? absent : cells_[size_t(column)];
-  }
+  Row& set(ColumnId column, Cell value);
+  const Cell& get(ColumnId column) const { return cells_.get(column); }
   const Cell& get(size_t column) const { return get(ColumnId(column)); }
   // A text cell's bytes; "" when the cell is absent or not text.
   std::string text(ColumnId column) const;
@@ -169,9 +232,7 @@ struct Row {
   Row& set_status(RowStatus status) { return set(ColumnId::status, std::string(status_name(status))); }
 
  private:
-  // Every column's cell, once one is set: a row nothing was set in (the merge row of an
-  // iteration that has no merge, in a sweep of a million) holds none.
-  std::vector<Cell> cells_;
+  RowCells cells_;
 };
 
 // Sorted by iteration directory (byte order), then file rows by rank, the merge row, and

@@ -3,6 +3,7 @@
 // (JSON, CSV), the sort order that makes a combined report equal a single-node one, and
 // the totals, always recomputed from the rows.
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -136,6 +137,36 @@ bool status_allowed(RowKind kind, RowStatus status) {
   for (const StatusName& entry : kStatusNames)
     if (entry.status == status) return entry.kinds & (1u << unsigned(kind));
   return false;
+}
+
+void RowCells::set(ColumnId column, Cell value, size_t room) {
+  uint64_t bit = uint64_t(1) << size_t(column);
+  auto at = cells_.begin() + std::popcount(present_ & (bit - 1));
+  if (present_ & bit) {
+    *at = std::move(value);
+    return;
+  }
+  if (cells_.size() == cells_.capacity()) {
+    // Room for the kind's columns at once: not a vector's doubling, which a copied row (its
+    // capacity its size) would otherwise get on its next cell and keep.
+    size_t offset = size_t(at - cells_.begin());
+    cells_.reserve(std::max(room, cells_.size() + 1));
+    at = cells_.begin() + ptrdiff_t(offset);
+  }
+  cells_.insert(at, std::move(value));
+  present_ |= bit;
+}
+
+Row& Row::set(ColumnId column, Cell value) {
+  // The number of columns of each kind, counted once from the table.
+  static const std::array<size_t, 3> columns_of_kind = [] {
+    std::array<size_t, 3> counts{};
+    for (const Column& c : kColumns)
+      for (size_t k = 0; k < counts.size(); ++k) counts[k] += (c.kinds >> k) & 1;
+    return counts;
+  }();
+  cells_.set(column, std::move(value), columns_of_kind.at(size_t(kind)));
+  return *this;
 }
 
 std::string Row::text(ColumnId column) const {

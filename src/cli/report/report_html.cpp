@@ -161,7 +161,7 @@ JsonValue timeline_json(const Timeline& timeline, Groups& groups) {
 
 // The figure keys the reader read of a row, in the report's order; gpu_busy as
 // [[group index, fraction], ...].
-Figures figures_json(const std::optional<GpuFigures>& figures, const FigureKeys& keys, Groups& groups) {
+Figures figures_json(const GpuFigures* figures, const FigureKeys& keys, Groups& groups) {
   Figures out;
   if (!figures) return out;
   auto fraction = [](int value) { return real_json(double(value) / kFractionScale); };
@@ -264,7 +264,7 @@ std::map<std::string, std::string> page_dir_links(const PageData& page, const st
 Groups page_groups(const PageData& page) {
   Groups groups;
   for (size_t i = 0; i < page.report->rows.size(); ++i)
-    figures_json(page.report->rows[i].figures, page.figure_keys[i], groups);
+    figures_json(page.report->rows[i].figures.get(), page.figure_keys[i], groups);
   return groups;
 }
 
@@ -297,7 +297,7 @@ JsonValue page_row(const PageData& page, size_t i, Groups& groups, const std::se
                    ? real_json(real_as_written(std::get<double>(cell), column.decimals))
                    : cell_json(cell, column));
   }
-  Figures figure = figures_json(row.figures, page.figure_keys[i], groups);
+  Figures figure = figures_json(row.figures.get(), page.figure_keys[i], groups);
   bool has_dir = std::holds_alternative<std::string>(row.get(ColumnId::dir));
   bool merge_draws_it = row.kind == RowKind::file && has_dir && merged_timeline_dirs.count(row.text(ColumnId::dir));
   if (figure.timeline && !merge_draws_it) figure.out.set("timeline", std::move(*figure.timeline));

@@ -144,7 +144,7 @@ void write_report_csv(const Report& report, const std::function<void(std::string
   }
   // The figures' scalar columns last (the timeline is in the JSON report only).
   out += ",gpu_window_us,gpu_busy\r\n";
-  auto write_cells = [&](const auto& cell_of, const char* kind, const std::optional<GpuFigures>& figures) {
+  auto write_cells = [&](const auto& cell_of, const char* kind, const GpuFigures* figures) {
     for (size_t c = 0; c < kColumns.size(); ++c) {
       if (c == original && !with_original) continue;
       if (c) out += ',';
@@ -160,7 +160,7 @@ void write_report_csv(const Report& report, const std::function<void(std::string
   };
   for (const Row& row : report.rows) {
     write_cells([&](size_t c) -> const Cell& { return row.get(c); }, kind_name(row.kind),
-                row.kind == RowKind::problem ? std::nullopt : row.figures);
+                row.kind == RowKind::problem ? nullptr : row.figures.get());
     if (out.size() >= kReportPiece) {
       sink(out);
       out.clear();
@@ -170,7 +170,7 @@ void write_report_csv(const Report& report, const std::function<void(std::string
   std::vector<Cell> total_cells = totals.sums;
   total_cells[size_t(ColumnId::status)] =
       std::string(status_name(has_failures(report.rows) ? RowStatus::failed : RowStatus::ok));
-  write_cells([&](size_t c) -> const Cell& { return total_cells[c]; }, "total", std::nullopt);
+  write_cells([&](size_t c) -> const Cell& { return total_cells[c]; }, "total", nullptr);
   sink(out);
 }
 
