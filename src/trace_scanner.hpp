@@ -72,6 +72,7 @@ class Scanner {
   void skip_ws();
   bool skip_string();
   bool skip_value();
+  bool skip_nested();
   bool scan_array(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes);
   struct Segment;
   bool scan_segment(size_t from, size_t until, size_t chunk_limit, Segment& out);

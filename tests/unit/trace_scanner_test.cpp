@@ -4,8 +4,10 @@
 
 #include <tbb/task_arena.h>
 
+#include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "json_grammar.hpp"
@@ -73,6 +75,84 @@ TEST(Scanner, BracesCommasAndEscapedQuotesInsideStringsDoNotEndAnEvent) {
 TEST(Scanner, AKeyWrittenWithEscapesIsStillTraceEvents) {
   std::string json = R"({"trace\u0045vents": [{"n": 1}]})";
   EXPECT_EQ(chunk_texts(json, 1 << 20), (std::vector<std::string>{R"([{"n": 1}])"}));
+}
+
+namespace {
+
+// The length of the JSON value at `offset` by the scanner's rules, a byte at a time; 0 when
+// none ends there. A string ends at a quote after an even run of backslashes; in a list or
+// object only quotes and brackets count outside strings (a backslash there is nothing),
+// and a closing bracket must match.
+size_t value_length_by_bytes(const std::string& d, size_t offset) {
+  char c = d[offset];
+  if (c == '"') {
+    for (size_t at = offset + 1; at < d.size(); ++at) {
+      if (d[at] == '\\')
+        ++at;
+      else if (d[at] == '"')
+        return at + 1 - offset;
+    }
+    return 0;
+  }
+  if (c == '{' || c == '[') {
+    std::string closers(1, c == '{' ? '}' : ']');
+    bool in_string = false, escaped = false;
+    for (size_t at = offset + 1; at < d.size(); ++at) {
+      c = d[at];
+      if (in_string) {
+        if (escaped)
+          escaped = false;
+        else if (c == '\\')
+          escaped = true;
+        else if (c == '"')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        closers += c == '{' ? '}' : ']';
+      } else if (c == '}' || c == ']') {
+        if (c != closers.back()) return 0;
+        closers.pop_back();
+        if (closers.empty()) return at + 1 - offset;
+      }
+    }
+    return 0;
+  }
+  size_t at = offset;
+  while (at < d.size() && std::string_view(" \n\r\t\"{}[],:").find(d[at]) == std::string_view::npos) ++at;
+  return at - offset;
+}
+
+}  // namespace
+
+// The scanner reads nested values 64 bytes at a time, and a block with a backslash a byte
+// at a time: strings, escapes and brackets placed across the blocks' edges in every way
+// must give the lengths that reading a byte at a time gives, at every offset.
+TEST(Scanner, ValueLengthsAreThoseOfReadingAByteAtATimeAcrossBlockEdges) {
+  std::mt19937_64 random(25);
+  const std::vector<std::string> pieces = {"\"", "\\",       "\\\\", "\\\"",    "{",      "}",       "[",
+                                           "]",  ", ",       ": ",   "\n",      "x",      "12",      "true",
+                                           "{}", "\"}, {\"", "},{",  "\"a\": ", "[1, 2]", "\"\\\\\""};
+  size_t ended = 0, checked = 0;
+  for (int doc = 0; doc < 1500; ++doc) {
+    std::string d = doc % 2 ? "{\"name\": \"" : "[";
+    size_t length = random() % 400;
+    while (d.size() < length) {
+      if (random() % 3 == 0)
+        d += std::string(random() % 70, 'a');  // runs that carry a string over a block's edge
+      else
+        d += pieces[random() % pieces.size()];
+    }
+    d += doc % 2 ? "\"}" : "]";
+    for (size_t offset = 0; offset < d.size(); ++offset) {
+      size_t expected = value_length_by_bytes(d, offset);
+      ASSERT_EQ(Scanner(d.data(), d.size()).value_length(offset), expected) << "offset " << offset << " of\n" << d;
+      ended += expected > 64 && (d[offset] == '{' || d[offset] == '[');
+      ++checked;
+    }
+  }
+  EXPECT_GT(ended, 800u) << "too few nested values longer than a block: the test reads little of the fast path";
+  EXPECT_GT(checked, 200000u);
 }
 
 TEST(Scanner, MismatchedBracketsAreReportedAtTheirByte) {
