@@ -55,8 +55,10 @@ constexpr size_t kChunkBytes = size_t(256) << 20;
 // By default a document above this size is read in chunks of this size, not only above
 // simdjson's limit: simdjson indexes a whole document before reading it (4 bytes per
 // token), and an index of hundreds of MB costs memory and page faults: 64 MB chunks made
-// a large trace's parse faster and its peak lower (bench/README.md, "64 MB parse chunks").
-constexpr size_t kDefaultChunkedAbove = size_t(64) << 20;
+// a large trace's parse faster and its peak lower, and 8 MB ones, once the scan read 64
+// bytes at a time, took the 54 MB real trace's peak from 2.5x to 2.0x its size for the
+// same CPU (bench/README.md, "Parse chunks").
+constexpr size_t kDefaultChunkedAbove = size_t(8) << 20;
 
 // With more than one thread, the chunks are read concurrently, about kChunksPerThread a
 // thread (half of them in each of the two rounds of read_concurrently), each at least

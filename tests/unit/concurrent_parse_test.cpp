@@ -152,26 +152,31 @@ TEST(ConcurrentParse, DefaultChunksOfALargeTrace) {
   EXPECT_GT(expect_same_in_every_arena(json, {0}), 0u);
 }
 
-// Whether a document below 64 MB is read in chunks: with the default sizing, a trace parsed
-// alone is from two threads on, one parsed beside others (a merge's ranks, a sweep's
-// files) from four; chunked or not, it is the one-shot read. A chunked read opens a
-// "scan" phase.
+// Whether a document is read in chunks: above 8 MB always; from 4 to 8 MB, with the default
+// sizing, a trace parsed alone is from two threads on, one parsed beside others (a merge's
+// ranks, a sweep's files) from four. Chunked or not, it is the one-shot read. A chunked
+// read opens a "scan" phase.
 TEST(ConcurrentParse, ATraceAloneIsChunkedFromTwoThreadsOnOneBesideOthersFromFour) {
-  std::string json = varied_trace(40000, 1000);
-  ASSERT_GT(json.size(), size_t(6) << 20);
-  std::vector<std::string> expected = describe(parse_in_arena(json, 1, 0));
-  for (int threads : {1, 2, 4})
-    for (bool beside_others : {false, true}) {
-      std::string what = std::to_string(threads) + " threads" + (beside_others ? ", beside others" : ", alone");
-      Timings timings;
-      std::optional<Trace> trace;
-      tbb::task_arena(threads).execute(
-          [&] { trace.emplace(parse_trace(json, "test.json", {.beside_others = beside_others}, &timings)); });
-      expect_same(expected, *trace, what);
-      bool scanned = std::any_of(timings.phases().begin(), timings.phases().end(),
-                                 [](const Timings::Phase& phase) { return phase.name == "scan"; });
-      EXPECT_EQ(scanned, threads >= (beside_others ? 4 : 2)) << what;
-    }
+  const std::string small = varied_trace(25000, 1000), large = varied_trace(40000, 1000);
+  ASSERT_GT(small.size(), size_t(4) << 20);
+  ASSERT_LT(small.size(), size_t(8) << 20);
+  ASSERT_GT(large.size(), size_t(8) << 20);
+  for (const std::string* json : {&small, &large}) {
+    std::vector<std::string> expected = describe(parse_in_arena(*json, 1, 0));
+    for (int threads : {1, 2, 4})
+      for (bool beside_others : {false, true}) {
+        std::string what = std::to_string(json->size()) + " bytes, " + std::to_string(threads) + " threads" +
+                           (beside_others ? ", beside others" : ", alone");
+        Timings timings;
+        std::optional<Trace> trace;
+        tbb::task_arena(threads).execute(
+            [&] { trace.emplace(parse_trace(*json, "test.json", {.beside_others = beside_others}, &timings)); });
+        expect_same(expected, *trace, what);
+        bool scanned = std::any_of(timings.phases().begin(), timings.phases().end(),
+                                   [](const Timings::Phase& phase) { return phase.name == "scan"; });
+        EXPECT_EQ(scanned, json == &large || threads >= (beside_others ? 4 : 2)) << what;
+      }
+  }
 }
 
 // Each broken document gives, in every arena, the message of the sequential one-shot read.
