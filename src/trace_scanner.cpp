@@ -1,7 +1,8 @@
 // The byte scanner (see trace_scanner.hpp): one pass over the document's bytes that finds
 // traceEvents and plans its chunks. It never builds a value. A nested value (an event) is
-// read 64 bytes at a time where AVX2 is built in: its quotes mark its strings, and only the
-// brackets outside them are looked at one by one; elsewhere memchr finds closing quotes.
+// read 64 bytes at a time where AVX2 is built in (its quotes mark its strings, and only the
+// brackets outside them are looked at one by one), else a byte at a time; memchr finds the
+// end of a string that is not in one.
 #include "trace_scanner.hpp"
 
 #include <array>

@@ -159,6 +159,7 @@ class RowCells {
     other.cells_.clear();
   }
   RowCells& operator=(RowCells&& other) noexcept {
+    if (this == &other) return *this;  // a vector moved into itself may empty itself
     present_ = std::exchange(other.present_, 0);
     cells_ = std::move(other.cells_);
     other.cells_.clear();
