@@ -228,20 +228,25 @@ void place_slices(Compaction& c) {
   std::vector<Lane>& lanes = c.out.lanes;
   for (uint32_t s = 0; s < set.slices.size(); ++s) lanes[set.slices[s].lane].slices.push_back(s);
   for (auto& lane : lanes) {
-    std::stable_sort(lane.slices.begin(), lane.slices.end(), [&](uint32_t a, uint32_t b) {
+    // By (start, end), ties in slice order (the order they were added in).
+    sort_distinct(lane.slices, [&](uint32_t a, uint32_t b) {
       const Slice &x = set.slices[a], &y = set.slices[b];
-      return x.start != y.start ? x.start < y.start : x.end < y.end;
+      return x.start != y.start ? x.start < y.start : x.end != y.end ? x.end < y.end : a < b;
     });
     for (uint32_t& s : lane.slices) s = set.slices[s].event;
   }
-  for (const Slice& slice : set.slices) {
-    Event& event = c.trace.events[slice.event];
-    event.set_tid(lanes[slice.lane].tid);
-    if (c.pytorch_laned && !event.original_stream_text().empty()) {
-      event.put_back_recorded_stream();
-      ++c.summary.streams_put_back;
+  std::vector<size_t> put_back = gather_ranges<size_t>(set.slices.size(), [&](size_t begin, size_t end, size_t& count) {
+    for (size_t s = begin; s < end; ++s) {
+      const Slice& slice = set.slices[s];
+      Event& event = c.trace.events[slice.event];
+      event.set_tid(lanes[slice.lane].tid);
+      if (c.pytorch_laned && !event.original_stream_text().empty()) {
+        event.put_back_recorded_stream();
+        ++count;
+      }
     }
-  }
+  });
+  for (size_t count : put_back) c.summary.streams_put_back += count;
 }
 
 // Packs each (GPU pid, group)'s slices into lanes (lanes.cpp), then gives tids to lanes

@@ -12,14 +12,16 @@
 #include <numeric>
 #include <queue>
 
+#include "parallel_ranges.hpp"
+
 namespace tracelane {
 
 std::vector<uint32_t> assign_lanes(const std::vector<Interval>& intervals, uint32_t& lane_count) {
   std::vector<uint32_t> order(intervals.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+  sort_distinct(order, [&](uint32_t a, uint32_t b) {  // by (start, end), ties in input order
     const Interval &x = intervals[a], &y = intervals[b];
-    return x.start != y.start ? x.start < y.start : x.end < y.end;
+    return x.start != y.start ? x.start < y.start : x.end != y.end ? x.end < y.end : a < b;
   });
   using Busy = std::pair<Ns, uint32_t>;  // (last end, lane)
   std::priority_queue<Busy, std::vector<Busy>, std::greater<>> busy;

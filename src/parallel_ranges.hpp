@@ -77,4 +77,50 @@ std::vector<Part> gather_ranges(size_t count, const Work& work) {
   return parts;
 }
 
+// Sorts `items` by `less`, which must tell any two distinct items apart (make the item's
+// index the last key), so that every split gives the order of one std::sort, and of a
+// stable sort by the other keys: runs of events_per_range items are sorted concurrently,
+// then merged pairwise, each round's merges concurrently.
+template <class T, class Less>
+void sort_distinct(std::vector<T>& items, const Less& less) {
+  if (range_count(items.size()) <= 1 || tbb::this_task_arena::max_concurrency() <= 1) {
+    std::sort(items.begin(), items.end(), less);
+    return;
+  }
+  for_each_range(items.size(), [&](size_t, size_t begin, size_t end) {
+    std::sort(items.begin() + ptrdiff_t(begin), items.begin() + ptrdiff_t(end), less);
+  });
+  std::vector<T> merged(items.size());
+  for (size_t width = events_per_range; width < items.size(); width *= 2) {
+    const size_t pairs = (items.size() - 1) / (2 * width) + 1;
+    for_each_index(pairs, [&](size_t k) {
+      const size_t begin = 2 * k * width, middle = std::min(items.size(), begin + width),
+                   end = std::min(items.size(), begin + 2 * width);
+      const auto at = [&](size_t i) { return items.begin() + ptrdiff_t(i); };
+      std::merge(at(begin), at(middle), at(middle), at(end), merged.begin() + ptrdiff_t(begin), less);
+    });
+    items.swap(merged);
+  }
+}
+
+// One sorted vector of `parts`, each sorted by T's operator<, which must tell any two
+// distinct items apart: merged pairwise, each round's merges concurrently, each part freed
+// as soon as it is merged (the items are held about once, not twice).
+template <class T>
+std::vector<T> merge_sorted_parts(std::vector<std::vector<T>> parts) {
+  while (parts.size() > 1) {
+    std::vector<std::vector<T>> merged((parts.size() + 1) / 2);
+    for_each_index(parts.size() / 2, [&](size_t k) {
+      std::vector<T>&a = parts[2 * k], &b = parts[2 * k + 1];
+      merged[k].resize(a.size() + b.size());
+      std::merge(a.begin(), a.end(), b.begin(), b.end(), merged[k].begin());
+      std::vector<T>().swap(a);
+      std::vector<T>().swap(b);
+    });
+    if (parts.size() % 2 == 1) merged.back() = std::move(parts.back());
+    parts = std::move(merged);
+  }
+  return parts.empty() ? std::vector<T>{} : std::move(parts.front());
+}
+
 }  // namespace tracelane

@@ -13,10 +13,12 @@
 #include "tracelane/pp_flows.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <numeric>
 #include <queue>
+#include <span>
 #include <tuple>
 
 #include "event_writer.hpp"
@@ -64,7 +66,62 @@ struct Block {
   }
 };
 
-using BlockKey = std::tuple<int64_t, int64_t, std::string, int64_t>;  // pid, stage, op, microbatch (-1: none)
+// The PP operations in the order of their names: ordering by index orders by name.
+constexpr std::array<std::string_view, 11> kOpsInOrder = {
+    "B", "F", "I", "RECV_B", "RECV_F", "REDUCE_GRAD", "RESHARD", "SEND_B", "SEND_F", "UNSHARD", "W"};
+static_assert(std::is_sorted(kOpsInOrder.begin(), kOpsInOrder.end()));
+constexpr uint8_t kReduceGrad = 5, kReshard = 6;
+static_assert(kOpsInOrder[kReduceGrad] == "REDUCE_GRAD" && kOpsInOrder[kReshard] == "RESHARD");
+uint8_t op_index(std::string_view op) {  // parse_pp_actions makes only these operations
+  return uint8_t(std::lower_bound(kOpsInOrder.begin(), kOpsInOrder.end(), op) - kOpsInOrder.begin());
+}
+
+// One action of one span, which blocks are made of. Its key is (pid, stage, op by name,
+// microbatch); it sorts by key, then by (start, length), then in input order.
+struct Use {
+  int64_t pid = 0, stage = 0, microbatch = -1;  // -1: none
+  Ns start = 0, length = 0;
+  uint32_t span = 0;   // spans are numbered in 32 bits (sorted_uses)
+  uint8_t action = 0;  // its place among the span's actions (one or two)
+  uint8_t op = 0;      // in kOpsInOrder
+  bool has_microbatch = false;
+
+  bool same_key(const Use& other) const {
+    return pid == other.pid && stage == other.stage && op == other.op && microbatch == other.microbatch;
+  }
+  friend bool operator<(const Use& a, const Use& b) {
+    return std::tie(a.pid, a.stage, a.op, a.microbatch, a.start, a.length, a.span, a.action) <
+           std::tie(b.pid, b.stage, b.op, b.microbatch, b.start, b.length, b.span, b.action);
+  }
+};
+
+// Every action of the spans that makes blocks, in block-key order and, within a key, by
+// (start, length), ties in input order: ranges of spans are read and sorted concurrently,
+// then merged.
+std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rules& rules) {
+  using Part = std::vector<Use>;
+  if (spans.size() > UINT32_MAX) throw Error("more than 2^32 annotation spans: too many to pair PP blocks");
+  std::vector<Part> parts = gather_ranges<Part>(spans.size(), [&](size_t begin, size_t end, Part& part) {
+    part.reserve(end - begin);  // most spans are one action; held with no room to spare
+    for (size_t i = begin; i < end; ++i) {
+      std::vector<PpAction> actions = rules.pp_actions(spans[i].name);
+      for (size_t k = 0; k < actions.size(); ++k) {
+        const PpAction& action = actions[k];
+        const uint8_t op = op_index(action.op);
+        if (op == kReshard || op == kReduceGrad) continue;  // no blocks (SPEC 9.5)
+        Use use;
+        use.pid = spans[i].pid, use.stage = action.stage;
+        use.has_microbatch = action.microbatch.has_value();
+        use.microbatch = action.microbatch.value_or(-1);
+        use.start = spans[i].start, use.length = spans[i].end - spans[i].start;
+        use.span = uint32_t(i), use.action = uint8_t(k), use.op = op;
+        part.push_back(use);
+      }
+    }
+    std::sort(part.begin(), part.end());
+  });
+  return merge_sorted_parts(std::move(parts));
+}
 
 std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
                                 const Rules& rules) {
@@ -81,36 +138,22 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
     unshard_tracks = t.unshard_tracks;
     std::sort(unshard_tracks.begin(), unshard_tracks.end());
   }
-  struct Use {
-    size_t span;
-    PpAction action;
-  };
-  std::map<BlockKey, std::vector<Use>> by_key;  // in input order
-  for (size_t i = 0; i < spans.size(); ++i) {
-    for (PpAction& action : rules.pp_actions(spans[i].name)) {
-      if (action.op == "RESHARD" || action.op == "REDUCE_GRAD") continue;  // no blocks (SPEC 9.5)
-      BlockKey key{spans[i].pid, action.stage, action.op, action.microbatch.value_or(-1)};
-      by_key[key].push_back({i, std::move(action)});
-    }
-  }
+  std::vector<Use> uses = sorted_uses(spans, rules);
   std::vector<Block> blocks;
-  for (auto& [key, uses] : by_key) {
-    // Named references, not a structured binding: clang before 16 cannot capture bindings
-    // in the lambdas below.
-    const int64_t& pid = std::get<0>(key);
-    const int64_t& stage = std::get<1>(key);
-    const std::string& op = std::get<2>(key);
+  for (size_t first = 0, last = 0; first < uses.size(); first = last) {
+    last = first + 1;
+    while (last < uses.size() && uses[last].same_key(uses[first])) ++last;
+    const std::span<const Use> key_uses(uses.data() + first, last - first);
+    const int64_t pid = uses[first].pid, stage = uses[first].stage;
+    const std::string op(kOpsInOrder[uses[first].op]);
     auto tracks_it = tracks_of.find(pid);
     const PidTracks* tracks = tracks_it == tracks_of.end() ? nullptr : tracks_it->second;
-    std::stable_sort(uses.begin(), uses.end(), [&](const Use& a, const Use& b) {
-      const auto &x = spans[a.span], &y = spans[b.span];
-      return x.start != y.start ? x.start < y.start : (x.end - x.start) < (y.end - y.start);
-    });
     auto make = [&](const Use& use) {
       const AnnotationSpan& span = spans[use.span];
       Block b;
       b.pid = pid, b.start = span.start, b.end = span.end;
-      b.stage = stage, b.op = op, b.microbatch = use.action.microbatch;
+      b.stage = stage, b.op = op;
+      if (use.has_microbatch) b.microbatch = use.microbatch;
       b.pp_rank = tracks ? tracks->pp_rank : 0;
       b.members.push_back({span.start, span.end, span.tid});
       return b;
@@ -120,19 +163,19 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
       const std::vector<int64_t>& main_tracks = sorted_tracks[pid].first;
       auto on_main = [&](int64_t tid) { return std::binary_search(main_tracks.begin(), main_tracks.end(), tid); };
       size_t k = 0;
-      while (k < uses.size()) {
-        Ns chain_end = spans[uses[k].span].end;
+      while (k < key_uses.size()) {
+        Ns chain_end = spans[key_uses[k].span].end;
         size_t next = k + 1;
-        while (next < uses.size() && spans[uses[next].span].start <= chain_end) {
-          chain_end = std::max(chain_end, spans[uses[next].span].end);
+        while (next < key_uses.size() && spans[key_uses[next].span].start <= chain_end) {
+          chain_end = std::max(chain_end, spans[key_uses[next].span].end);
           ++next;
         }
         std::optional<Block> block;
         for (size_t m = k; m < next; ++m) {
-          const auto& span = spans[uses[m].span];
+          const auto& span = spans[key_uses[m].span];
           if (!on_main(span.tid)) continue;
           if (!block) {
-            block = make(uses[m]);
+            block = make(key_uses[m]);
           } else {
             block->start = std::min(block->start, span.start);
             block->end = std::max(block->end, span.end);
@@ -145,10 +188,10 @@ std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const 
     } else if (op == "UNSHARD") {
       if (!tracks) continue;
       const std::vector<int64_t>& u = sorted_tracks[pid].second;
-      for (const Use& use : uses)
+      for (const Use& use : key_uses)
         if (std::binary_search(u.begin(), u.end(), spans[use.span].tid)) blocks.push_back(make(use));
     } else {
-      for (const Use& use : uses) blocks.push_back(make(use));
+      for (const Use& use : key_uses) blocks.push_back(make(use));
     }
   }
   return blocks;

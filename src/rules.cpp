@@ -355,15 +355,14 @@ bool read_number(std::string_view text, size_t& pos, int64_t& value, bool requir
 
 // Parses "<stage><op>[<microbatch>]" that must fill `text` exactly.
 std::optional<PpAction> parse_action_body(std::string_view text) {
-  static const char* ops[] = {"SEND_F",      "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD",
-                              "REDUCE_GRAD", "F",      "I",      "W",      "B"};
+  static constexpr std::string_view ops[] = {"SEND_F",      "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD",
+                                             "REDUCE_GRAD", "F",      "I",      "W",      "B"};
   size_t pos = 0;
   PpAction action;
   if (!read_number(text, pos, action.stage, true)) return std::nullopt;
-  for (const char* op : ops) {
-    std::string_view candidate(op);
-    if (text.substr(pos, candidate.size()) != candidate) continue;
-    size_t after = pos + candidate.size();
+  for (std::string_view op : ops) {
+    if (!text.substr(pos).starts_with(op)) continue;
+    size_t after = pos + op.size();
     int64_t microbatch = 0;
     size_t end = after;
     if (!read_number(text, end, microbatch, false) || end != text.size()) continue;

@@ -5,13 +5,16 @@
 // message, whichever range finishes first.
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
+#include <random>
 
 #include "event_writer.hpp"
 #include "parallel_ranges.hpp"
 #include "test_support.hpp"
 #include "tracelane/figures.hpp"
+#include "tracelane/pp_flows.hpp"
 #include "tracelane/summary.hpp"
 
 namespace tracelane::testing {
@@ -221,6 +224,59 @@ TEST(ParallelPasses, TheFirstBadSliceIsReportedWhicheverRangeFailsFirst) {
     for (int threads : kThreads)
       for (int repeat = 0; repeat < 5; ++repeat)
         EXPECT_EQ(error_in_arena(json, threads), reference) << size << " events a range, " << threads << " threads";
+  }
+}
+
+// sort_distinct, with the item's index as its last key, gives the order of a stable sort
+// by the other keys: with runs of every size from one item to all of them (merged in
+// rounds of every shape, an odd run out included), in arenas of 1, 2 and 4 threads, on
+// keys with many ties.
+TEST(ParallelPasses, SortDistinctGivesTheStableSortsOrder) {
+  std::mt19937 random(7);
+  std::vector<int> keys(1000);
+  for (int& key : keys) key = int(random() % 37);
+  std::vector<uint32_t> expected(keys.size());
+  for (uint32_t i = 0; i < expected.size(); ++i) expected[i] = i;
+  std::stable_sort(expected.begin(), expected.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  for (size_t size : {size_t(1), size_t(3), size_t(64), size_t(333), size_t(1000)}) {
+    RangeSize ranges(size);
+    for (int threads : kThreads) {
+      std::vector<uint32_t> order(keys.size());
+      for (uint32_t i = 0; i < order.size(); ++i) order[i] = uint32_t(order.size() - 1 - i);  // reversed
+      tbb::task_arena(threads).execute([&] {
+        sort_distinct(order, [&](uint32_t a, uint32_t b) { return keys[a] != keys[b] ? keys[a] < keys[b] : a < b; });
+      });
+      EXPECT_TRUE(order == expected) << size << " items a run, " << threads << " threads";
+    }
+  }
+}
+
+// PP blocks of one key that start and end together keep the order of their spans: the
+// first such SEND_F0 block is the one the F0 block's arrow goes to (equal distances go to
+// the earlier destination), whichever range read the spans, however many threads.
+TEST(ParallelPasses, PpBlocksThatTieKeepTheirSpansOrderAcrossRanges) {
+  PidTracks tracks;
+  tracks.pid = 1;
+  tracks.main_compute_track = 100;
+  for (int64_t first : {5, 7}) {
+    const int64_t second = first == 5 ? 7 : 5;
+    std::vector<AnnotationSpan> spans;
+    for (int k = 0; k < 40; ++k) spans.push_back({1, 300, 1000 + k, 1001 + k, "not a PP action"});
+    spans.push_back({1, 100, 0, 10, "PP:0F0"});
+    spans.push_back({1, first, 20, 30, "PP:0SEND_F0"});
+    for (int k = 0; k < 40; ++k) spans.push_back({1, 300, 2000 + k, 2001 + k, "PP:3B9"});
+    spans.push_back({1, second, 20, 30, "PP:0SEND_F0"});
+    for (size_t size : {size_t(1), size_t(7), size_t(64), kOneRange}) {
+      RangeSize ranges(size);
+      for (int threads : kThreads) {
+        std::optional<PpResult> result;
+        tbb::task_arena(threads).execute([&] { result = build_pp_flows(spans, {tracks}, false); });
+        const std::string what = std::to_string(size) + " spans a range, " + std::to_string(threads) + " threads";
+        ASSERT_EQ(result->flows.size(), 1u) << what;
+        EXPECT_EQ(result->flows[0].destination_tid, first) << what;
+        EXPECT_EQ(result->counts.compute_dependency_unmatched, 1u) << what;  // the other SEND_F0
+      }
+    }
   }
 }
 
