@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <vector>
 
 #include "tsan_handoff.hpp"
@@ -77,10 +78,34 @@ std::vector<Part> gather_ranges(size_t count, const Work& work) {
   return parts;
 }
 
+// Merges sorted [a, a_end) and [b, b_end), which hold no item twice (`less` tells any two
+// apart), into `out`, as pieces appended to `merges` to run concurrently: the longer input
+// is cut every events_per_range items, the other where the cut's item would go, so each
+// piece's items all come before the next piece's, and the pieces make one std::merge.
+template <class It, class Out, class Less>
+void add_merge_pieces(It a, It a_end, It b, It b_end, Out out, const Less& less,
+                      std::vector<std::function<void()>>& merges) {
+  if (a_end - a < b_end - b) return add_merge_pieces(b, b_end, a, a_end, out, less, merges);
+  while (a != a_end) {
+    It a_cut = size_t(a_end - a) > events_per_range ? a + ptrdiff_t(events_per_range) : a_end;
+    It b_cut = a_cut == a_end ? b_end : std::lower_bound(b, b_end, *a_cut, less);
+    merges.push_back([=, &less] { std::merge(a, a_cut, b, b_cut, out, less); });
+    out += (a_cut - a) + (b_cut - b);
+    a = a_cut, b = b_cut;
+  }
+  if (b != b_end) merges.push_back([=] { std::copy(b, b_end, out); });
+}
+
+// Runs the merges (add_merge_pieces) concurrently.
+inline void run_merges(std::vector<std::function<void()>>& merges) {
+  for_each_index(merges.size(), [&](size_t k) { merges[k](); });
+  merges.clear();
+}
+
 // Sorts `items` by `less`, which must tell any two distinct items apart (make the item's
 // index the last key), so that every split gives the order of one std::sort, and of a
 // stable sort by the other keys: runs of events_per_range items are sorted concurrently,
-// then merged pairwise, each round's merges concurrently.
+// then merged pairwise, each round's merges in pieces, concurrently.
 template <class T, class Less>
 void sort_distinct(std::vector<T>& items, const Less& less) {
   if (range_count(items.size()) <= 1 || tbb::this_task_arena::max_concurrency() <= 1) {
@@ -91,32 +116,33 @@ void sort_distinct(std::vector<T>& items, const Less& less) {
     std::sort(items.begin() + ptrdiff_t(begin), items.begin() + ptrdiff_t(end), less);
   });
   std::vector<T> merged(items.size());
+  std::vector<std::function<void()>> merges;
   for (size_t width = events_per_range; width < items.size(); width *= 2) {
-    const size_t pairs = (items.size() - 1) / (2 * width) + 1;
-    for_each_index(pairs, [&](size_t k) {
-      const size_t begin = 2 * k * width, middle = std::min(items.size(), begin + width),
-                   end = std::min(items.size(), begin + 2 * width);
+    for (size_t begin = 0; begin < items.size(); begin += 2 * width) {
+      const size_t middle = std::min(items.size(), begin + width), end = std::min(items.size(), begin + 2 * width);
       const auto at = [&](size_t i) { return items.begin() + ptrdiff_t(i); };
-      std::merge(at(begin), at(middle), at(middle), at(end), merged.begin() + ptrdiff_t(begin), less);
-    });
+      add_merge_pieces(at(begin), at(middle), at(middle), at(end), merged.begin() + ptrdiff_t(begin), less, merges);
+    }
+    run_merges(merges);
     items.swap(merged);
   }
 }
 
 // One sorted vector of `parts`, each sorted by T's operator<, which must tell any two
-// distinct items apart: merged pairwise, each round's merges concurrently, each part freed
-// as soon as it is merged (the items are held about once, not twice).
+// distinct items apart: merged pairwise, each round's merges in pieces, concurrently, each
+// part freed as soon as its round is done (the items are held about twice at most).
 template <class T>
 std::vector<T> merge_sorted_parts(std::vector<std::vector<T>> parts) {
+  const std::less<T> less;
+  std::vector<std::function<void()>> merges;
   while (parts.size() > 1) {
     std::vector<std::vector<T>> merged((parts.size() + 1) / 2);
-    for_each_index(parts.size() / 2, [&](size_t k) {
-      std::vector<T>&a = parts[2 * k], &b = parts[2 * k + 1];
-      merged[k].resize(a.size() + b.size());
-      std::merge(a.begin(), a.end(), b.begin(), b.end(), merged[k].begin());
-      std::vector<T>().swap(a);
-      std::vector<T>().swap(b);
-    });
+    for (size_t k = 0; k + 1 < parts.size(); k += 2) {
+      const std::vector<T>&a = parts[k], &b = parts[k + 1];
+      merged[k / 2].resize(a.size() + b.size());
+      add_merge_pieces(a.begin(), a.end(), b.begin(), b.end(), merged[k / 2].begin(), less, merges);
+    }
+    run_merges(merges);
     if (parts.size() % 2 == 1) merged.back() = std::move(parts.back());
     parts = std::move(merged);
   }

@@ -4,7 +4,7 @@
 // the GPU these become annotation spans. Compute actions (F, B) can be split across
 // tracks, so their spans are chained per (pid, stage, op, microbatch) and a chain counts
 // only where it touches the main compute annotation track. SEND/RECV and UNSHARD spans
-// are blocks as they are.
+// are blocks as they are (pp_blocks.cpp makes the blocks).
 //
 // Repeated blocks of one key (several microbatch copies, retries) are paired by nearest
 // midpoint: all (source, destination) pairs sorted by the distance of their midpoints,
@@ -23,179 +23,13 @@
 
 #include "event_writer.hpp"
 #include "parallel_ranges.hpp"
+#include "pp_blocks.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/rules.hpp"
 
 namespace tracelane {
 
 namespace {
-
-// A span of a block, on the (sub-)track where it really is.
-struct Member {
-  Ns start = 0, end = 0;
-  int64_t tid = 0;
-};
-
-struct Block {
-  int64_t pid = 0;
-  Ns start = 0, end = 0;
-  int64_t stage = 0;
-  std::string op;
-  std::optional<int64_t> microbatch;
-  int pp_rank = 0;
-  std::vector<Member> members;  // in (start, end) order; arrows touch only these
-  std::string label() const {
-    return std::to_string(stage) + op + (microbatch ? std::to_string(*microbatch) : std::string());
-  }
-  // The member span at or nearest to `t`, and `t` moved into it: an arrow end must lie
-  // inside a slice on its own track (SPEC 9.6), also when a bridged block has a gap.
-  // Members are in start order, so at or before the first start the first member wins:
-  // every source end and every unshard end (any number of them into one block) is
-  // placed in O(1), and a block with many members costs its length once per pairing.
-  std::pair<int64_t, Ns> place(Ns t) const {
-    if (t <= members.front().start) return {members.front().tid, members.front().start};
-    const Member* best = &members.front();
-    Ns best_distance = INT64_MAX;
-    for (const Member& m : members) {
-      Ns distance = t < m.start ? m.start - t : (t > m.end ? t - m.end : 0);
-      if (distance < best_distance) best = &m, best_distance = distance;
-    }
-    // std::clamp's result, written out: a span with a negative dur (end < start) is
-    // outside std::clamp's contract.
-    return {best->tid, t < best->start ? best->start : best->end < t ? best->end : t};
-  }
-};
-
-// The PP operations in the order of their names: ordering by index orders by name.
-constexpr std::array<std::string_view, 11> kOpsInOrder = {
-    "B", "F", "I", "RECV_B", "RECV_F", "REDUCE_GRAD", "RESHARD", "SEND_B", "SEND_F", "UNSHARD", "W"};
-static_assert(std::is_sorted(kOpsInOrder.begin(), kOpsInOrder.end()));
-constexpr uint8_t kReduceGrad = 5, kReshard = 6;
-static_assert(kOpsInOrder[kReduceGrad] == "REDUCE_GRAD" && kOpsInOrder[kReshard] == "RESHARD");
-uint8_t op_index(std::string_view op) {  // parse_pp_actions makes only these operations
-  return uint8_t(std::lower_bound(kOpsInOrder.begin(), kOpsInOrder.end(), op) - kOpsInOrder.begin());
-}
-
-// One action of one span, which blocks are made of. Its key is (pid, stage, op by name,
-// microbatch); it sorts by key, then by (start, length), then in input order.
-struct Use {
-  int64_t pid = 0, stage = 0, microbatch = -1;  // -1: none
-  Ns start = 0, length = 0;
-  uint32_t span = 0;   // spans are numbered in 32 bits (sorted_uses)
-  uint8_t action = 0;  // its place among the span's actions (one or two)
-  uint8_t op = 0;      // in kOpsInOrder
-  bool has_microbatch = false;
-
-  bool same_key(const Use& other) const {
-    return pid == other.pid && stage == other.stage && op == other.op && microbatch == other.microbatch;
-  }
-  friend bool operator<(const Use& a, const Use& b) {
-    return std::tie(a.pid, a.stage, a.op, a.microbatch, a.start, a.length, a.span, a.action) <
-           std::tie(b.pid, b.stage, b.op, b.microbatch, b.start, b.length, b.span, b.action);
-  }
-};
-
-// Every action of the spans that makes blocks, in block-key order and, within a key, by
-// (start, length), ties in input order: ranges of spans are read and sorted concurrently,
-// then merged.
-std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rules& rules) {
-  using Part = std::vector<Use>;
-  if (spans.size() > UINT32_MAX) throw Error("more than 2^32 annotation spans: too many to pair PP blocks");
-  std::vector<Part> parts = gather_ranges<Part>(spans.size(), [&](size_t begin, size_t end, Part& part) {
-    part.reserve(end - begin);  // most spans are one action; held with no room to spare
-    for (size_t i = begin; i < end; ++i) {
-      std::vector<PpAction> actions = rules.pp_actions(spans[i].name);
-      for (size_t k = 0; k < actions.size(); ++k) {
-        const PpAction& action = actions[k];
-        const uint8_t op = op_index(action.op);
-        if (op == kReshard || op == kReduceGrad) continue;  // no blocks (SPEC 9.5)
-        Use use;
-        use.pid = spans[i].pid, use.stage = action.stage;
-        use.has_microbatch = action.microbatch.has_value();
-        use.microbatch = action.microbatch.value_or(-1);
-        use.start = spans[i].start, use.length = spans[i].end - spans[i].start;
-        use.span = uint32_t(i), use.action = uint8_t(k), use.op = op;
-        part.push_back(use);
-      }
-    }
-    std::sort(part.begin(), part.end());
-  });
-  return merge_sorted_parts(std::move(parts));
-}
-
-std::vector<Block> build_blocks(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                                const Rules& rules) {
-  std::map<int64_t, const PidTracks*> tracks_of;
-  // Sorted once per pid, not per key: a trace can split its main track into as many
-  // sub-tracks as it has spans, and have as many keys.
-  std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>> sorted_tracks;  // main, unshard
-  for (const auto& t : pids) {
-    tracks_of[t.pid] = &t;
-    auto& [main_tracks, unshard_tracks] = sorted_tracks[t.pid];
-    main_tracks = t.main_compute_subtracks;
-    if (t.main_compute_track) main_tracks.push_back(*t.main_compute_track);
-    std::sort(main_tracks.begin(), main_tracks.end());
-    unshard_tracks = t.unshard_tracks;
-    std::sort(unshard_tracks.begin(), unshard_tracks.end());
-  }
-  std::vector<Use> uses = sorted_uses(spans, rules);
-  std::vector<Block> blocks;
-  for (size_t first = 0, last = 0; first < uses.size(); first = last) {
-    last = first + 1;
-    while (last < uses.size() && uses[last].same_key(uses[first])) ++last;
-    const std::span<const Use> key_uses(uses.data() + first, last - first);
-    const int64_t pid = uses[first].pid, stage = uses[first].stage;
-    const std::string op(kOpsInOrder[uses[first].op]);
-    auto tracks_it = tracks_of.find(pid);
-    const PidTracks* tracks = tracks_it == tracks_of.end() ? nullptr : tracks_it->second;
-    auto make = [&](const Use& use) {
-      const AnnotationSpan& span = spans[use.span];
-      Block b;
-      b.pid = pid, b.start = span.start, b.end = span.end;
-      b.stage = stage, b.op = op;
-      if (use.has_microbatch) b.microbatch = use.microbatch;
-      b.pp_rank = tracks ? tracks->pp_rank : 0;
-      b.members.push_back({span.start, span.end, span.tid});
-      return b;
-    };
-    if (is_pp_compute_op(op)) {
-      if (!tracks || !tracks->main_compute_track) continue;
-      const std::vector<int64_t>& main_tracks = sorted_tracks[pid].first;
-      auto on_main = [&](int64_t tid) { return std::binary_search(main_tracks.begin(), main_tracks.end(), tid); };
-      size_t k = 0;
-      while (k < key_uses.size()) {
-        Ns chain_end = spans[key_uses[k].span].end;
-        size_t next = k + 1;
-        while (next < key_uses.size() && spans[key_uses[next].span].start <= chain_end) {
-          chain_end = std::max(chain_end, spans[key_uses[next].span].end);
-          ++next;
-        }
-        std::optional<Block> block;
-        for (size_t m = k; m < next; ++m) {
-          const auto& span = spans[key_uses[m].span];
-          if (!on_main(span.tid)) continue;
-          if (!block) {
-            block = make(key_uses[m]);
-          } else {
-            block->start = std::min(block->start, span.start);
-            block->end = std::max(block->end, span.end);
-            block->members.push_back({span.start, span.end, span.tid});
-          }
-        }
-        if (block) blocks.push_back(std::move(*block));
-        k = next;
-      }
-    } else if (op == "UNSHARD") {
-      if (!tracks) continue;
-      const std::vector<int64_t>& u = sorted_tracks[pid].second;
-      for (const Use& use : key_uses)
-        if (std::binary_search(u.begin(), u.end(), spans[use.span].tid)) blocks.push_back(make(use));
-    } else {
-      for (const Use& use : key_uses) blocks.push_back(make(use));
-    }
-  }
-  return blocks;
-}
 
 // Greedy nearest-midpoint matching; returns (source, destination) index pairs in the
 // order taken. Indices refer to the given vectors.
@@ -367,12 +201,13 @@ struct BlockIndex {
   // (pid, stage): its F/B/I blocks by (start, end)
   std::map<std::pair<int64_t, int64_t>, std::vector<const Block*>> compute_of_stage;
 
-  explicit BlockIndex(const std::vector<Block>& blocks) {
-    for (const Block& b : blocks) {
-      across_pids[{b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
-      within_pid[{b.pid, b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
-      if (is_pp_compute_op(b.op)) compute_of_stage[{b.pid, b.stage}].push_back(&b);
-    }
+  explicit BlockIndex(const BlockParts& blocks) {
+    for (const std::vector<Block>& part : blocks)
+      for (const Block& b : part) {
+        across_pids[{b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
+        within_pid[{b.pid, b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
+        if (is_pp_compute_op(b.op)) compute_of_stage[{b.pid, b.stage}].push_back(&b);
+      }
     for (auto& [key, list] : compute_of_stage)
       std::stable_sort(list.begin(), list.end(), [](const Block* a, const Block* b) {
         return a->start != b->start ? a->start < b->start : a->end < b->end;
@@ -401,11 +236,12 @@ void connect(const std::vector<const Block*>& sources, const std::vector<const B
 }
 
 // Across ranks: SEND_F s -> RECV_F s+1, SEND_B s -> RECV_B s-1, same microbatch.
-void add_send_recv(const std::vector<Block>& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
+void add_send_recv(const BlockParts& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
   std::map<std::tuple<int64_t, std::string, int64_t>, bool> recv_keys_looked_for;
   std::map<std::tuple<int64_t, std::string, int64_t>, int> send_keys;  // (stage, op, mb)
-  for (const Block& b : blocks)
-    if (b.op == "SEND_F" || b.op == "SEND_B") send_keys[{b.stage, b.op, b.microbatch.value_or(-1)}] = 0;
+  for (const std::vector<Block>& part : blocks)
+    for (const Block& b : part)
+      if (b.op == "SEND_F" || b.op == "SEND_B") send_keys[{b.stage, b.op, b.microbatch.value_or(-1)}] = 0;
   for (const auto& [key, unused] : send_keys) {
     const auto& [stage, op, microbatch] = key;
     std::string recv_op = op == "SEND_F" ? "RECV_F" : "RECV_B";
@@ -415,18 +251,19 @@ void add_send_recv(const std::vector<Block>& blocks, const BlockIndex& index, Fl
             BlockIndex::of(index.across_pids, BlockIndex::GlobalKey{recv_stage, recv_op, microbatch}), "pp_send_recv",
             true, maker, counts.send_recv_pairs, counts.send_recv_unmatched);
   }
-  for (const Block& b : blocks)
-    if ((b.op == "RECV_F" || b.op == "RECV_B") &&
-        !recv_keys_looked_for.count({b.stage, b.op, b.microbatch.value_or(-1)}))
-      ++counts.send_recv_unmatched;
+  for (const std::vector<Block>& part : blocks)
+    for (const Block& b : part)
+      if ((b.op == "RECV_F" || b.op == "RECV_B") &&
+          !recv_keys_looked_for.count({b.stage, b.op, b.microbatch.value_or(-1)}))
+        ++counts.send_recv_unmatched;
 }
 
 // Rank-local: RECV_x -> x and x -> SEND_x within one pid, same stage and microbatch.
-void add_compute_dependencies(const std::vector<Block>& blocks, const BlockIndex& index, FlowMaker& maker,
-                              PpCounts& counts) {
+void add_compute_dependencies(const BlockParts& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
   std::map<std::tuple<int64_t, int64_t, int64_t>, bool> local_keys;  // (pid, stage, mb)
-  for (const Block& b : blocks)
-    if (b.op != "UNSHARD") local_keys[{b.pid, b.stage, b.microbatch.value_or(-1)}] = true;
+  for (const std::vector<Block>& part : blocks)
+    for (const Block& b : part)
+      if (b.op != "UNSHARD") local_keys[{b.pid, b.stage, b.microbatch.value_or(-1)}] = true;
   for (const auto& [key, unused] : local_keys) {
     const int64_t& pid = std::get<0>(key);  // not a binding: captured below (clang < 16)
     const int64_t& stage = std::get<1>(key);
@@ -450,25 +287,26 @@ void add_compute_dependencies(const std::vector<Block>& blocks, const BlockIndex
 
 // Unshard: each UNSHARD block -> the first F/B block of its pid and stage starting at or
 // after it.
-void add_unshard(const std::vector<Block>& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
-  for (const Block& u : blocks) {
-    if (u.op != "UNSHARD") continue;
-    const Block* first = nullptr;
-    auto it = index.compute_of_stage.find({u.pid, u.stage});
-    if (it != index.compute_of_stage.end()) {
-      auto at = std::lower_bound(it->second.begin(), it->second.end(), u.start,
-                                 [](const Block* b, Ns start) { return b->start < start; });
-      if (at != it->second.end()) first = *at;
+void add_unshard(const BlockParts& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
+  for (const std::vector<Block>& part : blocks)
+    for (const Block& u : part) {
+      if (u.op != "UNSHARD") continue;
+      const Block* first = nullptr;
+      auto it = index.compute_of_stage.find({u.pid, u.stage});
+      if (it != index.compute_of_stage.end()) {
+        auto at = std::lower_bound(it->second.begin(), it->second.end(), u.start,
+                                   [](const Block* b, Ns start) { return b->start < start; });
+        if (at != it->second.end()) first = *at;
+      }
+      if (!first) {
+        ++counts.unshard_compute_unmatched;
+        continue;
+      }
+      if (maker.add(u, *first, "pp_unshard_dependency", false))
+        ++counts.unshard_compute_pairs;
+      else
+        ++counts.unshard_compute_unmatched;
     }
-    if (!first) {
-      ++counts.unshard_compute_unmatched;
-      continue;
-    }
-    if (maker.add(u, *first, "pp_unshard_dependency", false))
-      ++counts.unshard_compute_pairs;
-    else
-      ++counts.unshard_compute_unmatched;
-  }
 }
 
 }  // namespace
@@ -476,7 +314,7 @@ void add_unshard(const std::vector<Block>& blocks, const BlockIndex& index, Flow
 PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids, bool cross_rank,
                         const Rules* rules, int64_t first_id) {
   PpResult result;
-  std::vector<Block> blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
+  const BlockParts blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
   BlockIndex index(blocks);
   FlowMaker maker(result, first_id);  // ids in this order: send/recv, compute, unshard
   if (cross_rank) add_send_recv(blocks, index, maker, result.counts);

@@ -13,11 +13,17 @@
 // counted (`lane_tids_unaligned` in the summary).
 #include "tracelane/track_tids.hpp"
 
+#include "parallel_ranges.hpp"
+
 namespace tracelane {
 
 TrackTids::TrackTids(const std::vector<Event>& events) {
-  for (const Event& event : events)
-    if (event.tid.is_int() && event.tid.value >= kFirst) input_from_first_.insert(event.tid.value);
+  using Tids = std::vector<int64_t>;  // found over ranges of events concurrently
+  const std::vector<Tids> found = gather_ranges<Tids>(events.size(), [&](size_t begin, size_t end, Tids& part) {
+    for (size_t i = begin; i < end; ++i)
+      if (events[i].tid.is_int() && events[i].tid.value >= kFirst) part.push_back(events[i].tid.value);
+  });
+  for (const Tids& part : found) input_from_first_.insert(part.begin(), part.end());
 }
 
 std::optional<int64_t> TrackTids::aligned(const TrackKey& key) {

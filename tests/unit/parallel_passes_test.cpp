@@ -280,5 +280,79 @@ TEST(ParallelPasses, PpBlocksThatTieKeepTheirSpansOrderAcrossRanges) {
   }
 }
 
+// Sorted parts of every shape merge into the one sorted vector, however the merges are cut
+// into pieces: parts far apart in length, interleaved, one wholly before another, empty.
+TEST(ParallelPasses, MergedPartsAreTheSortOfAllTheirItems) {
+  std::mt19937 random(11);
+  std::vector<std::vector<int>> parts = {{}, {}, {}, {}, {}};
+  for (int v = 0; v < 3000; ++v) {
+    const unsigned pick = random() % 100;
+    parts[v < 200 ? 0 : pick < 80 ? 1 : pick < 95 ? 2 : 3].push_back(v);  // part 4 stays empty
+  }
+  std::vector<int> all(3000);
+  for (int v = 0; v < 3000; ++v) all[size_t(v)] = v;
+  for (size_t size : {size_t(1), size_t(5), size_t(64), size_t(1000), kOneRange}) {
+    RangeSize ranges(size);
+    for (int threads : kThreads) {
+      std::vector<int> merged;
+      tbb::task_arena(threads).execute([&] { merged = merge_sorted_parts(parts); });
+      EXPECT_TRUE(merged == all) << size << " items a piece, " << threads << " threads";
+    }
+  }
+}
+
+// Random PP spans of two pids (compute chains across the main track and sub-tracks, sends,
+// recvs, unshards; keys with one use and keys with hundreds) give the arrows and counts of
+// one walk whatever the ranges and threads: keys are never split between parts.
+TEST(ParallelPasses, PpArrowsOfRandomSpansAreThoseOfOneWalk) {
+  std::mt19937 random(5);
+  const std::vector<std::string> actions = {"F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD"};
+  std::vector<PidTracks> pids(2);
+  std::vector<AnnotationSpan> spans;
+  std::vector<std::string> names;
+  names.reserve(3000);
+  for (int64_t pid = 0; pid < 2; ++pid) {
+    pids[size_t(pid)].pid = pid, pids[size_t(pid)].pp_rank = int(pid);
+    pids[size_t(pid)].main_compute_track = 100;
+    pids[size_t(pid)].main_compute_subtracks = {101};
+    pids[size_t(pid)].unshard_tracks = {200};
+  }
+  for (int k = 0; k < 1500; ++k) {
+    const std::string& op = actions[random() % actions.size()];
+    const int stage = int(random() % 3), microbatch = k % 5 == 0 ? 0 : int(random() % 4);
+    names.push_back("PP:" + std::to_string(stage) + op + (random() % 7 == 0 ? "" : std::to_string(microbatch)));
+    const int64_t tids[] = {100, 101, 102, 200};
+    const Ns start = Ns(random() % 100000);
+    spans.push_back({int64_t(random() % 2), tids[random() % 4], start, start + Ns(random() % 300), names.back()});
+  }
+  auto flows_of = [&](const PpResult& result) {
+    std::vector<std::string> lines;
+    for (const PpFlow& f : result.flows)
+      lines.push_back(f.name + " " + std::to_string(f.id) + " " + std::to_string(f.source_pid) + ":" +
+                      std::to_string(f.source_tid) + "@" + std::to_string(f.source_ts) + " -> " +
+                      std::to_string(f.destination_pid) + ":" + std::to_string(f.destination_tid) + "@" +
+                      std::to_string(f.destination_ts) + " " + f.source_operation + f.destination_operation);
+    const PpCounts& c = result.counts;
+    lines.push_back(std::to_string(c.send_recv_pairs) + " " + std::to_string(c.send_recv_unmatched) + " " +
+                    std::to_string(c.compute_dependency_pairs) + " " + std::to_string(c.compute_dependency_unmatched) +
+                    " " + std::to_string(c.unshard_compute_pairs) + " " + std::to_string(c.unshard_compute_unmatched));
+    return lines;
+  };
+  std::vector<std::string> one_walk;
+  {
+    RangeSize ranges(kOneRange);
+    one_walk = flows_of(build_pp_flows(spans, pids, true));
+  }
+  ASSERT_GT(one_walk.size(), 100u);  // arrows of every kind were made
+  for (size_t size : {size_t(1), size_t(7), size_t(64), size_t(500)}) {
+    RangeSize ranges(size);
+    for (int threads : kThreads) {
+      std::vector<std::string> lines;
+      tbb::task_arena(threads).execute([&] { lines = flows_of(build_pp_flows(spans, pids, true)); });
+      EXPECT_TRUE(lines == one_walk) << size << " spans a range, " << threads << " threads";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tracelane::testing
