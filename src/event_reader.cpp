@@ -97,15 +97,13 @@ bool EventReader::read(od::value value, Event& event, size_t index, od::document
   std::string_view raw(begin, size_t(end_token - begin));
   raw = trim_right(raw);
   event.raw = raw;
+  EventSpans spans;
   for (int f = 0; f < kFieldCount; ++f) {
-    if (tokens[f].data()) {
-      event.set_span(Field(f), Span{uint32_t(tokens[f].data() - begin), uint32_t(tokens[f].size())});
-    }
+    if (tokens[f].data()) spans.fields[f] = Span{uint32_t(tokens[f].data() - begin), uint32_t(tokens[f].size())};
   }
-  if (original_stream.data() && original_stream.size() < PackedSpan::kLong) {
-    event.original_stream_span.offset = uint32_t(original_stream.data() - begin);
-    event.original_stream_span.length = uint16_t(original_stream.size());
-  }
+  if (original_stream.data())
+    spans.original_stream = Span{uint32_t(original_stream.data() - begin), uint32_t(original_stream.size())};
+  event.set_spans(spans);
   return true;
 }
 

@@ -181,7 +181,9 @@ Event EventBuilder::finish(Trace& owner) {
   text_ += "}";
   Event event;
   event.raw = owner.keep(std::move(text_));
-  for (int f = 0; f < kFieldCount; ++f) event.set_span(Field(f), spans_[f]);
+  EventSpans spans;
+  spans.fields = spans_;
+  event.set_spans(spans);
   event.synthesised = true;
   text_ = "{";
   spans_ = {};

@@ -1,10 +1,9 @@
 // What Event's compact views need (include/tracelane/trace.hpp): the records of long
-// Text, and the length of a long value's span.
+// Text, and of the spans of events of 64 KiB or more.
 #include <deque>
 #include <mutex>
 #include <string>
 
-#include "trace_scanner.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
@@ -24,8 +23,13 @@ uint64_t Text::long_record(std::string_view view) {
   return address;
 }
 
-size_t json_value_length(std::string_view text, size_t offset) {
-  return Scanner(text.data(), text.size()).value_length(offset);
+const EventSpans* Event::far_spans_record(const EventSpans& spans) {
+  // As Text's records: never moved or freed, so an event made on any thread, and every
+  // copy of it, reads the same record. One per event of 64 KiB or more: 36 bytes each.
+  static std::mutex mutex;
+  static std::deque<EventSpans> records;
+  std::lock_guard<std::mutex> lock(mutex);
+  return &records.emplace_back(spans);
 }
 
 }  // namespace tracelane

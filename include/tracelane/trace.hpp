@@ -119,21 +119,23 @@ struct Span {
   uint32_t length = 0;
 };
 
-// The length of the JSON value that starts at text[offset] (a string, number, literal,
-// object or array, already validated), without what follows it (trace_scanner's walk).
-size_t json_value_length(std::string_view text, size_t offset);
-
-// A Span as an Event keeps it, in 6 bytes (an Event keeps seven). A value of kLong bytes
-// or more (a pathological id, or an args.name of 64 KiB) keeps kLong as its length, and
-// Event::span() finds the length again in the text.
+// A Span as an Event keeps it, in 4 bytes (an Event keeps eight): an offset and a length
+// inside the event's text, each below 64 KiB, as they are in nearly every event. An event
+// with a span past that keeps all its spans in a record of their own (Event::set_spans).
 struct PackedSpan {
-  static constexpr uint16_t kLong = 0xffff;
-  Unaligned<uint32_t> offset = 0;
+  uint16_t offset = 0;
   uint16_t length = 0;
 };
 
 // The fields whose value text the writer may replace.
 enum Field : uint8_t { kPid, kTid, kTs, kDur, kId, kStream, kArgName, kFieldCount };
+
+// Where each field's value sits in an event's text (length 0: the event has none), and
+// last args.original_stream's when it is an integer (SPEC 9.8).
+struct EventSpans {
+  std::array<Span, kFieldCount> fields{};
+  Span original_stream{};
+};
 
 struct Event {
   Text raw;            // "{...}" exactly as read (or as synthesised)
@@ -147,12 +149,10 @@ struct Event {
 
   Id pid, tid, id, stream;  // stream is args.stream
   Time ts, dur;
-  // Where each field's value sits in raw (length 0: the event has none): span() and
-  // set_span(), not read directly.
-  std::array<PackedSpan, kFieldCount> packed_spans{};
-  // Where args.original_stream's value sits in raw, when it is an integer (length 0 when
-  // not): the stream a PyTorch-laned slice ran on (SPEC 9.8).
-  PackedSpan original_stream_span{};
+  // Where each field's value sits in raw, and then args.original_stream's: span(),
+  // set_spans(), original_stream_text(), not read directly. With far_spans, the first 8
+  // bytes hold the address of a record of all of them instead.
+  std::array<PackedSpan, kFieldCount + 1> packed_spans{};
   uint8_t changed = 0;
   bool has_args : 1 = false;
   bool has_original_stream : 1 = false;  // args.original_stream (already-laned exporters)
@@ -161,18 +161,32 @@ struct Event {
   bool lane_metadata : 1 = false;  // a thread_name/thread_sort_index tracelane made for a lane
   bool pp_flow : 1 = false;        // an end of a PP arrow tracelane made (SPEC 7)
   bool synthesised : 1 = false;    // made by tracelane (EventBuilder): not in the input
+  bool far_spans : 1 = false;      // a span lies past 64 KiB: packed_spans holds a record's address
 
   // Where a field's value sits in raw; length 0 when the event has none.
   Span span(Field field) const {
-    const PackedSpan& packed = packed_spans[field];
-    const uint32_t offset = packed.offset;
-    if (packed.length != PackedSpan::kLong) return Span{offset, packed.length};
-    return Span{offset, uint32_t(json_value_length(raw, offset))};
+    if (far_spans) return far_record().fields[field];
+    return Span{packed_spans[field].offset, packed_spans[field].length};
   }
-  bool has_span(Field field) const { return packed_spans[field].length != 0; }
-  void set_span(Field field, Span span) {
-    packed_spans[field].offset = span.offset;
-    packed_spans[field].length = span.length < PackedSpan::kLong ? uint16_t(span.length) : PackedSpan::kLong;
+  bool has_span(Field field) const { return span(field).length != 0; }
+  // Sets every span at once. Spans that do not all fit in 16 bits go to a record kept for
+  // the process's life (as Text's long records: only events of 64 KiB or more need one),
+  // which copies of the event share and no one changes.
+  void set_spans(const EventSpans& spans) {
+    const auto fits = [](Span s) { return s.offset <= 0xffff && s.length <= 0xffff; };
+    bool near = fits(spans.original_stream);
+    for (const Span& s : spans.fields) near = near && fits(s);
+    far_spans = !near;
+    if (!near) {
+      const EventSpans* record = far_spans_record(spans);
+      packed_spans = {};
+      std::memcpy(static_cast<void*>(packed_spans.data()), &record, sizeof record);
+      return;
+    }
+    for (int f = 0; f < kFieldCount; ++f)
+      packed_spans[f] = PackedSpan{uint16_t(spans.fields[f].offset), uint16_t(spans.fields[f].length)};
+    packed_spans[kFieldCount] =
+        PackedSpan{uint16_t(spans.original_stream.offset), uint16_t(spans.original_stream.length)};
   }
   // The value text of a field, as read (empty when the event has none). Events hold
   // spans, not views, of these (an event is kept per trace event: 6 bytes each, not 16).
@@ -191,7 +205,9 @@ struct Event {
 
   // The text of args.original_stream when it is an integer, else empty.
   std::string_view original_stream_text() const {
-    return raw.substr(original_stream_span.offset, original_stream_span.length);
+    const Span where = far_spans ? far_record().original_stream
+                                 : Span{packed_spans[kFieldCount].offset, packed_spans[kFieldCount].length};
+    return raw.substr(where.offset, where.length);
   }
 
   bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
@@ -208,9 +224,18 @@ struct Event {
   int64_t final_pid() const { return (changed >> kPid) & 1 ? new_pid : int64_t(pid.value); }
   Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : Ns(ts.ns); }
   Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : Ns(dur.ns); }
+
+ private:
+  const EventSpans& far_record() const {
+    const EventSpans* record;
+    std::memcpy(&record, packed_spans.data(), sizeof record);
+    return *record;
+  }
+  // A record of `spans` that is never moved or freed (text.cpp).
+  static const EventSpans* far_spans_record(const EventSpans& spans);
 };
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
-static_assert(sizeof(Event) <= 184, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Event) <= 168, "Event grew: a 2 GB trace holds about 7 M of them");
 static_assert(sizeof(Text) == 8);
 
 // A top-level key of the trace object other than traceEvents, with its raw value.

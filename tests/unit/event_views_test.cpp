@@ -70,18 +70,6 @@ TEST(EventText, LongTextMadeOnSeveralThreadsAtOnceStaysValid) {
     }
 }
 
-TEST(JsonValueLength, EndsEachKindOfValueWhereItEnds) {
-  EXPECT_EQ(json_value_length(R"(x:"a\"b}",)", 2), 7u);
-  EXPECT_EQ(json_value_length(R"("\\")", 0), 4u);  // an escaped backslash, then the quote
-  EXPECT_EQ(json_value_length("12.5e3,", 0), 6u);
-  EXPECT_EQ(json_value_length("-7}", 0), 2u);
-  EXPECT_EQ(json_value_length("null ]", 0), 4u);
-  EXPECT_EQ(json_value_length("true\n,", 0), 4u);
-  EXPECT_EQ(json_value_length("42", 0), 2u);  // at the end of the text
-  EXPECT_EQ(json_value_length(R"({"a": [1, "]}", {"b": "}"}]} , 3)", 0), 28u);
-  EXPECT_EQ(json_value_length(R"([[], {}, "[" ] ,)", 0), 14u);
-}
-
 // A trace whose event has a pid that is a 70 KB object, a tid that is a 70 KB string with
 // escapes, and a 70 KB args.name: every span is past what 16 bits hold.
 std::string trace_with_long_values(std::string& pid_text, std::string& tid_text, std::string& name_text) {
@@ -107,6 +95,45 @@ TEST(EventSpans, ValuesOf64KiBOrMoreAreFoundAgainExactly) {
   EXPECT_EQ(event.arg_name.size(), 70000u);
   EXPECT_EQ(event.raw.size(), event.raw.view().size());
   EXPECT_GT(event.raw.size(), 200000u);
+}
+
+// Spans are kept in 16 bits each while every one fits, and all in a record when one does
+// not: each span, the original stream's included, reads back as set on both sides of the
+// edge, and a copy keeps its spans when the event it came from is given others.
+TEST(EventSpans, EverySpanReadsBackAsSetOnBothSidesOfSixteenBits) {
+  const std::string text(0x30000, 'x');
+  for (uint32_t edge : {0xfffeu, 0xffffu, 0x10000u, 0x20001u}) {
+    for (int slot = 0; slot <= kFieldCount; ++slot) {
+      for (bool in_length : {false, true}) {
+        EventSpans spans;
+        for (int f = 0; f < kFieldCount; ++f) spans.fields[f] = Span{uint32_t(10 * f + 1), uint32_t(f + 1)};
+        spans.original_stream = Span{200, 3};
+        const Span wide = in_length ? Span{7, edge} : Span{edge, 5};
+        (slot == kFieldCount ? spans.original_stream : spans.fields[slot]) = wide;
+        Event event;
+        event.raw = std::string_view(text);
+        event.set_spans(spans);
+        const std::string what = "edge " + std::to_string(edge) + ", slot " + std::to_string(slot);
+        EXPECT_EQ(event.far_spans, edge > 0xffff) << what;
+        for (int f = 0; f < kFieldCount; ++f) {
+          EXPECT_EQ(event.span(Field(f)).offset, spans.fields[f].offset) << what << ", field " << f;
+          EXPECT_EQ(event.span(Field(f)).length, spans.fields[f].length) << what << ", field " << f;
+          EXPECT_TRUE(event.has_span(Field(f))) << what;
+        }
+        EXPECT_EQ(event.original_stream_text(), text.substr(spans.original_stream.offset, spans.original_stream.length))
+            << what;
+
+        Event copy = event;
+        EventSpans other;
+        other.fields[kTid] = Span{0x40000, 2};
+        event.set_spans(other);
+        EXPECT_FALSE(event.has_span(kPid)) << what;
+        EXPECT_EQ(event.span(kTid).offset, 0x40000u) << what;
+        EXPECT_EQ(copy.span(kPid).offset, spans.fields[kPid].offset) << what;
+        EXPECT_EQ(copy.span(Field(kFieldCount - 1)).length, spans.fields[kFieldCount - 1].length) << what;
+      }
+    }
+  }
 }
 
 TEST(EventSpans, TheWriterReplacesALongValueAndNothingAroundIt) {
