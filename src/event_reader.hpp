@@ -49,7 +49,7 @@ class EventReader {
 
   // Reads one event object; false when the value is not an object. `index` is its
   // position in traceEvents, for messages. Every value of the event is checked.
-  bool read(simdjson::ondemand::value value, Event& event, size_t index, simdjson::ondemand::document& doc);
+  bool read(simdjson::ondemand::value& value, Event& event, size_t index, simdjson::ondemand::document& doc);
 
   // Checks a top-level value (not traceEvents) and returns its exact text.
   std::string_view read_top_level(simdjson::ondemand::value& v, simdjson::ondemand::document& doc,
@@ -78,8 +78,8 @@ template <class NextEvent>
 void read_events(EventReader& reader, simdjson::ondemand::document& doc, simdjson::ondemand::array& events,
                  size_t& index, int64_t& max_int_tid, NextEvent&& next_event) {
   for (auto element : events) {
-    simdjson::ondemand::value v;
-    if (auto error = std::move(element).get(v)) reader.check().fail_json(error, doc, "in traceEvents");
+    if (auto error = element.error()) reader.check().fail_json(error, doc, "in traceEvents");
+    simdjson::ondemand::value& v = element.value_unsafe();
     Event* event = next_event();
     if (!event)
       reader.check().fail("event #" + std::to_string(index) + " is not in the chunk the scanner planned", nullptr);

@@ -102,10 +102,10 @@ void GrammarCheck::check_value(od::value& v, size_t level) {
       od::object o;
       if (auto error = v.get_object().get(o)) fail_json(error);
       for (auto field_result : o) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) fail_json(error);
+        if (auto error = field_result.error()) fail_json(error);
+        od::field& field = field_result.value_unsafe();
         check_key(field.key());
-        od::value child = field.value();
+        od::value& child = field.value();
         check_value(child, level + 1);
       }
       return;
@@ -115,8 +115,8 @@ void GrammarCheck::check_value(od::value& v, size_t level) {
       od::array a;
       if (auto error = v.get_array().get(a)) fail_json(error);
       for (auto element : a) {
-        od::value child;
-        if (auto error = std::move(element).get(child)) fail_json(error);
+        if (auto error = element.error()) fail_json(error);
+        od::value& child = element.value_unsafe();
         check_value(child, level + 1);
       }
       return;
