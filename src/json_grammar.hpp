@@ -95,6 +95,9 @@ class GrammarCheck {
   // first byte to the token after it.
   std::string_view checked_text(simdjson::ondemand::value& v, size_t level);
 
+  // A number or literal's token (true, false, null): an error unless it is JSON.
+  void check_scalar(std::string_view token) const;
+
   void check_string(std::string_view token) const {
     if (token.find('\\') != std::string_view::npos && !valid_escapes(token)) fail_bad_escape(token);
   }
@@ -121,7 +124,6 @@ class GrammarCheck {
   [[noreturn]] void fail_value(std::string_view what, const char* where) const;
   [[noreturn]] void fail_bad_escape(std::string_view token) const;
   [[noreturn]] void fail_too_deep(simdjson::ondemand::value& v) const;
-  void check_scalar(std::string_view token) const;
 
   const char* document_begin_;
   const std::string& source_;

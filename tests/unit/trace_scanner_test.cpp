@@ -228,6 +228,38 @@ TEST(GrammarCheck, AnInvalidSkippedValueIsReportedAtItsByte) {
             "t.json: invalid JSON in event #0: the value '1.5R1' is not JSON (byte " + std::to_string(at) + ")");
 }
 
+// pid, tid, id, args.stream, ts and dur are read by parsers of their own (parse_json_int,
+// parse_us_as_ns), which stand in for the check only when they read the number: one they
+// do not read must still be JSON, and is read as an id or time that is not an integer.
+TEST(GrammarCheck, FieldsTracelaneReadsAreCheckedAsEveryOtherValue) {
+  for (const char* field : {"pid", "tid", "id", "ts", "dur", "stream"}) {
+    for (const char* bad : {"01", "1.", "-", "1e", "-01.5", "1.5R1", "-x"}) {
+      std::string value = std::string("\"") + field + "\": " + bad;
+      std::string json = std::string(R"({"traceEvents": [{"ph": "i", )") +
+                         (std::string(field) == "stream" ? "\"args\": {" + value + "}" : value) + "}]}";
+      size_t at = json.find(bad, json.find(std::string("\"") + field));
+      EXPECT_EQ(tracelane::testing::error_message([&] { parse_trace(json, "t.json"); }),
+                "t.json: invalid JSON in event #0: the value '" + std::string(bad) + "' is not JSON (byte " +
+                    std::to_string(at) + ")")
+          << field << " " << bad;
+    }
+  }
+  // JSON numbers that are no integer or exact time: kept as they are, not refused.
+  Trace trace = parse_trace(
+      R"({"traceEvents": [{"ph": "X", "pid": 1.5, "tid": 99999999999999999999, "ts": 1e300, "dur": -0.0000001,
+                           "args": {"stream": 7e0}}]})",
+      "t.json");
+  const Event& event = trace.events[0];
+  EXPECT_EQ(event.pid.kind, Id::Kind::other);
+  EXPECT_EQ(event.tid.kind, Id::Kind::other);
+  EXPECT_EQ(event.stream.kind, Id::Kind::other);
+  EXPECT_EQ(event.value_text(kTid), "99999999999999999999");
+  EXPECT_TRUE(event.ts.present);
+  EXPECT_FALSE(event.ts.numeric);
+  EXPECT_EQ(event.value_text(kTs), "1e300");
+  EXPECT_EQ(event.value_text(kDur), "-0.0000001");
+}
+
 TEST(GrammarCheck, ABadEscapeInTheChunkedPathIsReportedAtItsByteInTheWholeDocument) {
   std::string json = R"({"traceEvents": [{"n": 1}, {"n": 2}, {"name": "a\qb"}], "z": 1})";
   size_t at = json.find("\"a\\q");
