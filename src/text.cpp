@@ -25,7 +25,7 @@ uint64_t Text::long_record(std::string_view view) {
 
 const EventSpans* Event::far_spans_record(const EventSpans& spans) {
   // As Text's records: never moved or freed, so an event made on any thread, and every
-  // copy of it, reads the same record. One per event of 64 KiB or more: 36 bytes each.
+  // copy of it, reads the same record. One per event of 64 KiB or more: 64 bytes each.
   static std::mutex mutex;
   static std::deque<EventSpans> records;
   std::lock_guard<std::mutex> lock(mutex);

@@ -189,7 +189,7 @@ struct Event {
         PackedSpan{uint16_t(spans.original_stream.offset), uint16_t(spans.original_stream.length)};
   }
   // The value text of a field, as read (empty when the event has none). Events hold
-  // spans, not views, of these (an event is kept per trace event: 6 bytes each, not 16).
+  // spans, not views, of these (an event is kept per trace event: 4 bytes each, not 16).
   std::string_view value_text(Field field) const {
     const Span where = span(field);
     return raw.substr(where.offset, where.length);
