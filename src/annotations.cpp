@@ -29,8 +29,7 @@ uint32_t SliceSet::stream_index(const StreamKey& key) {
     stream.pid = key.first;
     stream.tid_text = key.second;
     streams.push_back(std::move(stream));
-    auto at = std::lower_bound(pids_.begin(), pids_.end(), key.first);
-    if (at == pids_.end() || *at != key.first) pids_.insert(at, key.first);
+    pids_.insert(key.first);
   }
   return it->second;
 }
@@ -81,7 +80,7 @@ void SliceSet::finish(const Trace& trace) {
 const OldStream* SliceSet::find_stream(int64_t pid, std::string_view tid_text) const {
   // Most events that ask are CPU-side, on a pid no stream has: answered without hashing
   // the tid (mi300: 4% of the compaction's user time went to that hash).
-  if (!std::binary_search(pids_.begin(), pids_.end(), pid)) return nullptr;
+  if (!pids_.contains(pid)) return nullptr;
   auto it = index_.find({pid, tid_text});
   return it == index_.end() ? nullptr : &streams[it->second];
 }

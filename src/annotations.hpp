@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tracelane/lanes.hpp"
@@ -56,7 +57,7 @@ struct SliceSet {
     std::vector<Slice>().swap(slices);
     std::vector<OldStream>().swap(streams);
     std::unordered_map<StreamKey, uint32_t, StreamKeyHash>().swap(index_);
-    std::vector<int64_t>().swap(pids_);
+    std::unordered_set<int64_t>().swap(pids_);
   }
 
   // SPEC 5/9.2: the slice starting exactly at ts (latest in traceEvents), else the one
@@ -67,7 +68,7 @@ struct SliceSet {
 
  private:
   std::unordered_map<StreamKey, uint32_t, StreamKeyHash> index_;
-  std::vector<int64_t> pids_;  // the streams' pids, sorted, each once
+  std::unordered_set<int64_t> pids_;  // the streams' pids
 };
 
 // SPEC 5 "Coalesce annotations": returns the number of events removed.

@@ -134,6 +134,16 @@ TEST(EventSpans, EverySpanReadsBackAsSetOnBothSidesOfSixteenBits) {
       }
     }
   }
+  // A field the event lacks reads as absent in 16 bits too.
+  EventSpans near;
+  near.fields[kTs] = Span{0xffff, 0xffff};
+  Event event;
+  event.raw = std::string_view(text);
+  event.set_spans(near);
+  EXPECT_FALSE(event.far_spans);
+  EXPECT_TRUE(event.has_span(kTs));
+  EXPECT_FALSE(event.has_span(kPid));
+  EXPECT_EQ(event.original_stream_text(), "");
 }
 
 TEST(EventSpans, TheWriterReplacesALongValueAndNothingAroundIt) {
