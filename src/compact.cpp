@@ -102,6 +102,14 @@ bool sync_slice_candidate(const Event& event) {
   return event.ts.numeric && event.dur.numeric && event.dur.ns >= 0;
 }
 
+// A slice's classification key: Rules::classify reads nothing else.
+using CatAndName = std::pair<std::string_view, std::string_view>;
+struct CatAndNameHash {
+  size_t operator()(const CatAndName& key) const {
+    return std::hash<std::string_view>()(key.second) * 31 ^ std::hash<std::string_view>()(key.first);
+  }
+};
+
 // What extract_slices finds in one range of events, in event order, with the streams
 // they are on numbered in the range's own order of first appearance.
 struct FoundSlices {
@@ -130,6 +138,14 @@ void extract_slices(Compaction& c) {
   const bool own_output = trace.find_top("cuda_graph_stream_compaction") != nullptr;
   auto find_slices = [&](size_t begin, size_t end, FoundSlices& part) {
     std::unordered_map<StreamKey, uint32_t, StreamKeyHash> stream_of;
+    // A CUDA graph replays the same few hundred kernels: a range classifies each (cat,
+    // name) once, not each slice (classify lower-cases the name and searches it per rule).
+    std::unordered_map<CatAndName, int, CatAndNameHash> group_of;
+    auto group = [&](const Event& event) {
+      auto [it, inserted] = group_of.try_emplace(CatAndName{event.cat, event.name}, 0);
+      if (inserted) it->second = rules.classify(event.cat, event.name);
+      return it->second;
+    };
     auto stream = [&](const Event& event) {
       StreamKey key{event.pid.value, event.id_text(kTid)};
       auto [it, inserted] = stream_of.try_emplace(key, uint32_t(part.streams.size()));
@@ -142,9 +158,9 @@ void extract_slices(Compaction& c) {
       if (is_measured_cat(event.cat)) {
         check_measured_slice(trace, i, own_output);
         if (event.has_original_stream) ++part.moved;
-        part.measured.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
+        part.measured.push_back({uint32_t(i), group(event), stream(event)});
       } else if (sync_slice_candidate(event)) {
-        part.syncs.push_back({uint32_t(i), rules.classify(event.cat, event.name), stream(event)});
+        part.syncs.push_back({uint32_t(i), group(event), stream(event)});
       }
     }
   };

@@ -1,10 +1,13 @@
 // Semantic groups (SPEC 3, include/tracelane/classify.hpp): which group a slice falls in by
 // its cat and name, the groups in display order with their labels, and which cats are
 // measured slices (SPEC 2, 9.4).
-#include "tracelane/classify.hpp"
+#include <map>
+
 #include "test_support.hpp"
+#include "tracelane/classify.hpp"
 
 using namespace tracelane;
+using namespace tracelane::testing;
 
 namespace {
 
@@ -101,6 +104,33 @@ TEST(MeasuredCat, IsTheCatsOfSpec2AndTheLegacyOnesOfSpec94) {
   // cuda_sync slices get lanes but are not measured (SPEC 9.3); the rest stay where they are.
   for (const char* cat : {"cuda_sync", "cpu_op", "gpu_user_annotation", "cuda_runtime", "ac2g", ""})
     EXPECT_FALSE(is_measured_cat(cat)) << cat;
+  // Near misses of the same lengths.
+  for (const char* cat : {"kernal", "memcpy", "MEMSET", "gpu_memcpz", "gpu-memset", "kernel "})
+    EXPECT_FALSE(is_measured_cat(cat)) << cat;
+}
+
+// Compaction classifies each (cat, name) once per range of events and reuses the group:
+// slices sharing a name under other cats, or a cat under other names, must each get the
+// group classify gives their own pair.
+TEST(CompactedGroups, AreThoseOfEachSlicesOwnCatAndName) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {{"kernel", "ncclDevKernel_AllGather"},
+                                                                  {"gpu_memcpy", "ncclDevKernel_AllGather"},
+                                                                  {"kernel", "Memcpy HtoD"},
+                                                                  {"gpu_memset", "ncclDevKernel_AllGather"},
+                                                                  {"Kernel", "ncclKernel_ReduceScatter"},
+                                                                  {"kernel", "ncclKernel_ReduceScatter"},
+                                                                  {"kernel", "gemm"},
+                                                                  {"Memcpy", "gemm"}};
+  std::vector<std::string> events;
+  std::map<std::string, size_t> expected;
+  for (int k = 0; k < 40; ++k) {
+    const auto& [cat, name] = pairs[size_t(k * 5) % pairs.size()];
+    events.push_back(slice_event(cat, name, 0, 7 + k % 3, std::to_string(10 * k), "5"));
+    ++expected[group_id(cat, name)];
+  }
+  CompactedTrace result = compact_text(trace_json(events));
+  EXPECT_EQ(result.summary.slice_groups, expected);
+  EXPECT_GE(expected.size(), 5u);
 }
 
 TEST(DefaultGroups, AGroupsIndexIsItsPlaceInTheDisplayOrder) {
