@@ -153,6 +153,10 @@ void extract_slices(Compaction& c) {
       return it->second;
     };
     for (size_t i = begin; i < end; ++i) {
+      if (i + kPrefetchAhead < end) {
+        prefetch(events[i + kPrefetchAhead].name);
+        prefetch(events[i + kPrefetchAhead].value_text(kTid));
+      }
       const Event& event = events[i];
       if (event.name == "cudaGraphLaunch") ++part.cuda_graph_launches;
       if (is_measured_cat(event.cat)) {
@@ -329,6 +333,7 @@ void remap_related(Compaction& c) {
   std::vector<Counts> counts = gather_ranges<Counts>(trace.events.size(), [&](size_t begin, size_t end, Counts& count) {
     for (size_t i = begin; i < end; ++i) {
       Event& event = trace.events[i];
+      if (i + kPrefetchAhead < end) prefetch(trace.events[i + kPrefetchAhead].value_text(kTid));
       if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
       const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
       if (!stream) continue;
