@@ -119,22 +119,45 @@ uint32_t SliceSet::nearest_slice(const OldStream& stream, Ns ts) const {
 
 namespace {
 
+// An object's fields, and one list of them for each depth of nesting, reused from one
+// annotation to the next (a list allocated per object, and std::stable_sort's buffer, were
+// a third of coalesce_annotations' time).
+using Fields = std::vector<std::pair<std::string_view, simdjson::dom::element>>;
+using FieldLists = std::vector<Fields>;
+
+// Sorts fields by key, equal keys in their order, as std::stable_sort does: an event's
+// few fields by insertion, in place; a long list (a crafted object) by std::stable_sort.
+void sort_by_key(Fields& fields) {
+  auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (fields.size() > 32) return std::stable_sort(fields.begin(), fields.end(), by_key);
+  for (size_t i = 1; i < fields.size(); ++i) {
+    auto field = fields[i];
+    size_t j = i;
+    for (; j > 0 && by_key(field, fields[j - 1]); --j) fields[j] = fields[j - 1];
+    fields[j] = field;
+  }
+}
+
 // Writes a JSON value with object keys sorted and numbers normalised, so that two events
 // that mean the same compare equal whatever their spacing or key order (1 and 1.0 are
-// equal, as in the original tool's Python dict comparison).
-void append_canonical(std::string& out, simdjson::dom::element value) {
+// equal, as in the original tool's Python dict comparison). An object at `depth` lists its
+// fields in lists[depth].
+void append_canonical(std::string& out, simdjson::dom::element value, FieldLists& lists, size_t depth) {
   using simdjson::dom::element_type;
   switch (value.type()) {
     case element_type::OBJECT: {
       simdjson::dom::object object = value.get_object().value_unsafe();
-      std::vector<std::pair<std::string_view, simdjson::dom::element>> fields;
-      for (auto field : object) fields.push_back({field.key, field.value});
-      std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (lists.size() <= depth) lists.resize(depth + 1);
+      lists[depth].clear();
+      for (auto field : object) lists[depth].push_back({field.key, field.value});
+      sort_by_key(lists[depth]);
       out.push_back('{');
-      for (const auto& [key, v] : fields) {
+      // By index: the nested calls may grow `lists`, which moves its elements.
+      for (size_t k = 0; k < lists[depth].size(); ++k) {
+        const auto [key, v] = lists[depth][k];
         out.append(key);
         out.push_back(':');
-        append_canonical(out, v);
+        append_canonical(out, v, lists, depth + 1);
         out.push_back(',');
       }
       out.push_back('}');
@@ -144,7 +167,7 @@ void append_canonical(std::string& out, simdjson::dom::element value) {
       out.push_back('[');
       simdjson::dom::array array = value.get_array().value_unsafe();
       for (auto item : array) {
-        append_canonical(out, item);
+        append_canonical(out, item, lists, depth);
         out.push_back(',');
       }
       out.push_back(']');
@@ -183,8 +206,8 @@ void append_canonical(std::string& out, simdjson::dom::element value) {
 }
 
 // An annotation's identity for coalescing, or false when it has none (it is not a
-// well-formed annotation span). `parser` is reused by the caller's thread.
-bool annotation_identity(const Event& event, simdjson::dom::parser& parser, std::string& key) {
+// well-formed annotation span). `parser` and `lists` are reused by the caller's thread.
+bool annotation_identity(const Event& event, simdjson::dom::parser& parser, FieldLists& lists, std::string& key) {
   if (event.dropped || event.cat != "gpu_user_annotation" || event.ph != "X") return false;
   if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) return false;
   key.clear();
@@ -195,14 +218,16 @@ bool annotation_identity(const Event& event, simdjson::dom::parser& parser, std:
   key.push_back('\0');
   simdjson::dom::object root;
   if (parser.parse(event.raw.data(), event.raw.size()).get_object().get(root)) return false;
-  std::vector<std::pair<std::string_view, simdjson::dom::element>> fields;
+  if (lists.empty()) lists.resize(1);
+  lists[0].clear();
   for (auto field : root)
-    if (field.key != "ts" && field.key != "dur" && field.key != "tid") fields.push_back({field.key, field.value});
-  std::stable_sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [name, value] : fields) {
+    if (field.key != "ts" && field.key != "dur" && field.key != "tid") lists[0].push_back({field.key, field.value});
+  sort_by_key(lists[0]);
+  for (size_t k = 0; k < lists[0].size(); ++k) {
+    const auto [name, value] = lists[0][k];
     key.append(name);
     key.push_back(':');
-    append_canonical(key, value);
+    append_canonical(key, value, lists, 1);
     key.push_back(',');
   }
   return true;
@@ -273,9 +298,10 @@ size_t coalesce_annotations(Trace& trace) {
   std::vector<Sharded> identities = gather_ranges<Sharded>(events.size(), [&](size_t begin, size_t end, Sharded& part) {
     part.resize(kIdentityShards);
     simdjson::dom::parser parser;  // reused for every annotation of the range
+    FieldLists lists;
     std::string key;
     for (size_t i = begin; i < end; ++i)
-      if (annotation_identity(events[i], parser, key)) {
+      if (annotation_identity(events[i], parser, lists, key)) {
         size_t hash = std::hash<std::string>{}(key);
         part[hash % kIdentityShards].push_back({uint32_t(i), Identity{key, hash}});
       }

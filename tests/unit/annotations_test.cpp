@@ -155,6 +155,28 @@ TEST(CoalesceAnnotations, IdentityIsByMeaningNotByTextLayout) {
   EXPECT_EQ(result.summary.gpu_annotations_retained, 1u);
 }
 
+TEST(CoalesceAnnotations, NestedArgsCompareByMeaningAtEveryDepth) {
+  // Key order and number spelling differ at every depth, inside arrays too: one identity.
+  const char* nested = R"({"a": {"x": 1, "y": [{"p": 1, "q": 2}, {"r": 3}]}, "b": 2})";
+  const char* reordered = R"({"b": 2.0, "a": {"y": [{"q": 2, "p": 1}, {"r": 3}], "x": 1}})";
+  auto same = compact_text(trace_json(with(one_lane_two_streams(), {
+                                                                       annotation(0, 7, "0", "10", "fwd", nested),
+                                                                       annotation(0, 8, "10", "10", "fwd", reordered),
+                                                                   })));
+  EXPECT_EQ(same.summary.gpu_annotations_coalesced, 1u);
+
+  // A difference after a nested object, or deep inside an array, keeps them apart.
+  for (const char* other : {R"({"a": {"x": 1, "y": [{"p": 1, "q": 2}, {"r": 3}]}, "b": 3})",
+                            R"({"a": {"x": 1, "y": [{"p": 1, "q": 2}, {"r": 4}]}, "b": 2})",
+                            R"({"a": {"x": 1, "y": [{"p": 1, "q": 2}, {"r": 3}], "z": 0}, "b": 2})"}) {
+    auto apart = compact_text(trace_json(with(one_lane_two_streams(), {
+                                                                          annotation(0, 7, "0", "10", "fwd", nested),
+                                                                          annotation(0, 8, "10", "10", "fwd", other),
+                                                                      })));
+    EXPECT_EQ(apart.summary.gpu_annotations_coalesced, 0u) << other;
+  }
+}
+
 // --- per-kernel annotations ---------------------------------------------------------------
 
 TEST(KernelAnnotations, RunsOfOneArgsNameBecomeSpansOnTheLaneAnnotationTrack) {
