@@ -146,8 +146,13 @@ BlockMasks block_masks(const char* p) {
   return {bits(lo, hi, '"'), bits(lo, hi, '\\'), bits(lo20, hi20, '{'), bits(lo20, hi20, '}')};
 }
 
-// Bit i: the XOR of bits 0..i of `x` (set from an opening quote up to its closing one).
+// Bit i: the XOR of bits 0..i of `x` (set from an opening quote up to its closing one):
+// a carry-less multiplication by all ones where PCLMUL is built in (one instruction for
+// the twelve below).
 uint64_t prefix_xor(uint64_t x) {
+#if defined(__PCLMUL__)
+  return uint64_t(_mm_cvtsi128_si64(_mm_clmulepi64_si128(_mm_set_epi64x(0, int64_t(x)), _mm_set1_epi8(-1), 0)));
+#else
   x ^= x << 1;
   x ^= x << 2;
   x ^= x << 4;
@@ -155,6 +160,7 @@ uint64_t prefix_xor(uint64_t x) {
   x ^= x << 16;
   x ^= x << 32;
   return x;
+#endif
 }
 #endif
 
