@@ -34,6 +34,33 @@ uint32_t read_le32(const char* p) {
   return uint8_t(p[0]) | uint8_t(p[1]) << 8 | uint8_t(p[2]) << 16 | uint32_t(uint8_t(p[3])) << 24;
 }
 
+// CRC-32 arithmetic: polynomials over GF(2) modulo RFC 1952's, written bit-reflected as the
+// CRC is (bit 31 is the coefficient of x^0, bit 0 that of x^31). The product of a and b.
+uint32_t crc_multiply(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t bit = uint32_t(1) << 31; bit; bit >>= 1) {
+    if (a & bit) product ^= b;
+    b = b & 1 ? (b >> 1) ^ 0xedb88320u : b >> 1;  // b * x
+  }
+  return product;
+}
+
+// The CRC-32 of two texts one after the other, from the CRC-32 of each and the second's
+// length: the first's moves up by x^(8 * length), as if followed by that many zero bytes
+// (the CRC's initial and final XORs cancel out).
+uint32_t crc32_of_both(uint32_t first, uint32_t second, uint64_t second_bytes) {
+  uint32_t shift = uint32_t(1) << 31;        // x^0
+  uint32_t power = uint32_t(1) << (31 - 8);  // x^8, squared for each bit of the length
+  for (; second_bytes; second_bytes >>= 1) {
+    if (second_bytes & 1) shift = crc_multiply(shift, power);
+    power = crc_multiply(power, power);
+  }
+  return crc_multiply(shift, first) ^ second;
+}
+
+// A member's CRC-32, from its trailer (`end` is the member's end).
+uint32_t member_crc32(const char* end) { return read_le32(end - 8); }
+
 // Where the deflate data of the member at the start of `bytes` begins (after FEXTRA, FNAME,
 // FCOMMENT and FHCRC), or 10 when the header cannot be read.
 size_t deflate_start(std::string_view bytes) {
@@ -130,7 +157,7 @@ void grow(std::string& out, size_t kept, size_t size) {
 // checked by libdeflate. Anything else (one member, a wrong guess, a member of 4 GiB or
 // more, a total beyond `max_bytes` or DEFLATE's 1032:1, a corrupt member) returns
 // nothing, and the members are decompressed one after another, with their errors.
-std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, uint64_t max_bytes) {
+std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, uint64_t max_bytes, uint32_t& crc32) {
   constexpr size_t kSmallestMember = 18;  // a header and a trailer
   std::vector<size_t> starts;
   for (size_t pos = 0; pos + kSmallestMember <= bytes.size();) {
@@ -169,6 +196,9 @@ std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, u
                in_used == length && out_used == size;
   });
   if (std::find(right.begin(), right.end(), 0) != right.end()) return std::nullopt;
+  crc32 = 0;  // of no text
+  for (size_t k = 0; k < members; ++k)
+    crc32 = crc32_of_both(crc32, member_crc32(bytes.data() + starts[k + 1]), offsets[k + 1] - offsets[k]);
   return out;
 }
 
@@ -187,13 +217,19 @@ size_t gunzip_size_guess(std::string_view bytes) {
   return guess;
 }
 
-std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes) {
+std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes,
+                   std::optional<uint32_t>* crc32) {
+  if (crc32) crc32->reset();
   // libdeflate decompressors are cheap and not thread-safe: one per call.
   std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
   if (!d) throw Error(std::string(source) + ": out of memory");
   if (bytes.size() < 18)
     throw Error(std::string(source) + ": truncated gzip stream (" + std::to_string(bytes.size()) + " bytes)");
-  if (std::optional<std::string> out = gunzip_members_concurrently(bytes, max_bytes)) return std::move(*out);
+  uint32_t crc = 0;  // of the text so far, from the members' trailers
+  if (std::optional<std::string> out = gunzip_members_concurrently(bytes, max_bytes, crc)) {
+    if (crc32) *crc32 = crc;
+    return std::move(*out);
+  }
   const size_t plausible_max = bytes.size() * 1032 + 1024;
   // ISIZE (the last 4 bytes) is the size of the last member modulo 2^32: exact for the
   // usual single member under 4 GiB; see gunzip_size_guess for the others. The extra 64
@@ -233,6 +269,7 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
       auto result = libdeflate_gzip_decompress_ex(d.get(), rest.data(), rest.size(), out.data() + out_size,
                                                   out.size() - out_size, &in_used, &out_used);
       if (result == LIBDEFLATE_SUCCESS) {
+        crc = crc32_of_both(crc, member_crc32(rest.data() + in_used), out_used);
         in_pos += in_used;
         out_size += out_used;
         break;
@@ -283,6 +320,7 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   const size_t kept = out_size + 64;
   if (out.size() > kept) release_pages(out.data() + kept, out.size() - kept);
   out.resize(out_size);
+  if (crc32) *crc32 = crc;
   return out;
 }
 

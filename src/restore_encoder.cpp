@@ -74,7 +74,8 @@ class RecordEncoder {
       if (task == 0)
         walk_events();
       else if (task == 1)
-        document_crc32_ = libdeflate_crc32(0, document_.data(), document_.size());
+        document_crc32_ =
+            trace.document_crc32 ? *trace.document_crc32 : libdeflate_crc32(0, document_.data(), document_.size());
       else
         document_xxhash64_ = xxhash64(document_);
     });

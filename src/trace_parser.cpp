@@ -405,6 +405,7 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
   }
   trace.storage = storage;
   trace.document = std::string_view(storage->json.data(), length);
+  trace.document_crc32 = options.document_crc32;
   return trace;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,8 +32,10 @@ class LargerThanAdmitted : public Error {
 // Decompresses every member. Throws Error("<source>: ...") on a truncated or corrupt
 // stream, LargerThanAdmitted (having held no more than about `max_bytes`) when the output
 // is larger than `max_bytes`. The result has `padding` spare bytes of capacity after its
-// end (for simdjson).
-std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes = UINT64_MAX);
+// end (for simdjson). `crc32`, when given, gets the CRC-32 of the whole result, made from
+// the members' trailers (each of which libdeflate has checked against its member's text).
+std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes = UINT64_MAX,
+                   std::optional<uint32_t>* crc32 = nullptr);
 
 // The output size gunzip first allocates for the gzip file `bytes` (before its 64 bytes of
 // padding). The trailer's ISIZE is a size modulo 2^32: the guess is ISIZE + k * 2^32 for

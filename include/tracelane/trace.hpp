@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -267,8 +268,9 @@ struct Trace {
     return *arena.back();
   }
 
-  std::string source;         // file name used in messages
-  std::string_view document;  // the whole text as parsed, for restore data (SPEC 9.12)
+  std::string source;                      // file name used in messages
+  std::string_view document;               // the whole text as parsed, for restore data (SPEC 9.12)
+  std::optional<uint32_t> document_crc32;  // its CRC-32, when the reader had it (ParseOptions)
   std::vector<TopLevelField> top;
   size_t events_position = 0;  // index in `top` before which traceEvents is written
   bool array_format = false;   // the input was a list of events (JSON Array Format), no object
@@ -300,6 +302,9 @@ struct ParseOptions {
   // keep its threads busy: a document below that size is then read in chunks only with 4
   // threads or more, not from 2 on as a trace alone is (src/trace_parser.cpp).
   bool beside_others = false;
+  // The CRC-32 of the whole text, where the caller has it checked already (a gzip file's
+  // trailers: gunzip): the trace keeps it for restore data.
+  std::optional<uint32_t> document_crc32 = std::nullopt;
 };
 
 // Parses a trace from decompressed JSON bytes. Takes ownership of `json`. Throws Error

@@ -19,9 +19,9 @@ namespace {
 TraceCommandResult compact_steps(const fs::path& input, const fs::path& output, const SharedOptions& shared,
                                  const JobOptions& job, bool pp_flows) {
   TraceCommandResult result;
-  std::string json = read_step(input, result.input, {}, job);  // recorded with the output, for the sweep
-  result.input_bytes = json.size();
-  CompactedTrace compacted = compact_step(parse_step(std::move(json), input, job), job, pp_flows);
+  TraceBytes bytes = read_step(input, result.input, {}, job);  // recorded with the output, for the sweep
+  result.input_bytes = bytes.json.size();
+  CompactedTrace compacted = compact_step(parse_step(std::move(bytes), input, job), job, pp_flows);
   if (const std::string& reason = already_laned(compacted); !reason.empty()) {
     result.summary = already_laned_summary(input, reason);
     result.already_laned = already_laned_line(input, reason, "compacts");

@@ -100,7 +100,9 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
   return bytes;
 }
 
-std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const ReadOptions& options) {
+std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const ReadOptions& options,
+                             std::optional<uint32_t>* crc32) {
+  if (crc32) crc32->reset();
   ReadOptions raw = options;
   if (options.max_bytes != UINT64_MAX) {
     // A gzip file is no larger than its contents plus headers; the limit applies to what
@@ -109,7 +111,7 @@ std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const
   }
   std::string bytes = read_file(path, identity, raw);
   if (path.extension() == ".gz" && bytes.empty()) throw Error(path.string() + ": empty gzip file");
-  if (is_gzip(bytes)) return gunzip(bytes, path.string(), options.max_bytes);
+  if (is_gzip(bytes)) return gunzip(bytes, path.string(), options.max_bytes, crc32);
   if (bytes.size() > options.max_bytes)
     throw LargerThanAdmitted(
         path.string() + ": holds more than the " + std::to_string(options.max_bytes) + " bytes admitted", bytes.size());

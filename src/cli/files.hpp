@@ -116,8 +116,10 @@ void require_output_option_unless_regular(const fs::path& input);
 // line: an embedded newline is written \x0a.
 void print_error(std::string_view line);
 
-// Reads and, when the bytes start with the gzip magic, decompresses.
-std::string read_trace_bytes(const fs::path& path, FileIdentity* identity = nullptr, const ReadOptions& options = {});
+// Reads and, when the bytes start with the gzip magic, decompresses. `crc32`, when given,
+// gets the text's CRC-32 when the file is gzip (from its trailers: gunzip).
+std::string read_trace_bytes(const fs::path& path, FileIdentity* identity = nullptr, const ReadOptions& options = {},
+                             std::optional<uint32_t>* crc32 = nullptr);
 
 fs::path default_compact_output(const fs::path& input);
 inline const char* kMergedName = "pp_traces_merged_compacted.json.gz";

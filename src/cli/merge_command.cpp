@@ -30,8 +30,8 @@ MergeInput merge_input(const fs::path& file, NamedIdentity& identity, const JobO
   read.regular_only = true;
   identity.name = file.filename().string();
   identity.path = file;
-  std::string json = read_step(file, identity.identity, read, job);
-  Trace trace = parse_step(std::move(json), file, job, true);  // the ranks are compacted concurrently
+  TraceBytes bytes = read_step(file, identity.identity, read, job);
+  Trace trace = parse_step(std::move(bytes), file, job, true);  // the ranks are compacted concurrently
   return {file.filename().string(), compact_step(std::move(trace), job, false)};
 }
 

@@ -47,10 +47,12 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
   return job;
 }
 
-std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job) {
+TraceBytes read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job) {
   Timings::Scope scope(job.timings, "read");
   try {
-    return read_trace_bytes(input, &identity, read);  // a file's failures are FileError; gzip's are the trace's
+    TraceBytes bytes;  // a file's failures are FileError; gzip's are the trace's
+    bytes.json = read_trace_bytes(input, &identity, read, &bytes.crc32);
+    return bytes;
   } catch (...) {
     rethrow_as_bad_trace();
   }
@@ -71,12 +73,13 @@ std::string original_text_from_copy(std::string copy_text, const std::string& co
   return is_gzip(original) ? gunzip(original, copy + " (its original, restored)", max_bytes) : original;
 }
 
-Trace parse_step(std::string json, const fs::path& input, const JobOptions& job, bool beside_others) {
+Trace parse_step(TraceBytes bytes, const fs::path& input, const JobOptions& job, bool beside_others) {
   Timings::Scope scope(job.timings, "parse");
   ParseOptions options;
   options.beside_others = beside_others;
+  options.document_crc32 = bytes.crc32;
   try {
-    return parse_trace(std::move(json), input.string(), options, job.timings);
+    return parse_trace(std::move(bytes.json), input.string(), options, job.timings);
   } catch (...) {
     rethrow_as_bad_trace();
   }

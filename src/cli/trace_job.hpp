@@ -69,17 +69,24 @@ struct JobOptions {
 // From compact's or merge's options (the rules are pointed to, not copied).
 JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings);
 
+// A trace's text as read, and its CRC-32 where the file gave it (a gzip file's trailers):
+// restore data then takes it instead of a pass over the text.
+struct TraceBytes {
+  std::string json;
+  std::optional<uint32_t> crc32;
+};
+
 // Read: the file's bytes, decompressed, with the identity of the file read. The caller
 // has put the output's name through guard_output first (files.hpp), each command where
 // its refusals belong (compact: before --preview's; sweep: in the rank's row).
-std::string read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job);
+TraceBytes read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job);
 // A rank whose file is gone, read from its compacted copy (`copy_text`, decompressed): the
 // text of the original the copy's one restore record gives back, decompressed when the
 // original was gzip. Throws Error naming the copy (no restore data, several records,
 // damaged), or LargerThanAdmitted beyond `max_bytes`.
 std::string original_text_from_copy(std::string copy_text, const std::string& copy, uint64_t max_bytes);
 // Parse.
-Trace parse_step(std::string json, const fs::path& input, const JobOptions& job, bool beside_others = false);
+Trace parse_step(TraceBytes bytes, const fs::path& input, const JobOptions& job, bool beside_others = false);
 // Compact. The result may be already laned (SPEC 9.8): see already_laned().
 CompactedTrace compact_step(Trace trace, const JobOptions& job, bool pp_flows);
 

@@ -4,6 +4,9 @@
 // gzip_members_test.cpp and gzip_size_test.cpp test the concurrent members and the size
 // guess.
 #include "tracelane/gzip.hpp"
+
+#include <libdeflate.h>
+
 #include "test_support.hpp"
 
 using namespace tracelane;
@@ -45,6 +48,32 @@ TEST(Gzip, CompressedTracesRoundTrip) {
 TEST(Gzip, ConcatenatedMembersAreAllRead) {
   std::string packed = gzip_compress("{\"a\": ", 1) + gzip_compress("1}", 9);
   EXPECT_EQ(gunzip(packed, "test.json.gz"), "{\"a\": 1}");
+}
+
+// Restore data takes the CRC-32 gunzip makes from the members' trailers instead of
+// computing it: it must be the CRC of exactly the text gunzip gives, for one member and
+// for several, read concurrently or one after another.
+TEST(Gzip, TheCrcFromTheTrailersIsThatOfTheWholeText) {
+  auto expect_crc = [](const std::string& packed, const std::string& text, const std::string& what) {
+    std::optional<uint32_t> crc = 7;
+    EXPECT_EQ(gunzip(packed, "t.json.gz", UINT64_MAX, &crc), text) << what;
+    ASSERT_TRUE(crc) << what;
+    EXPECT_EQ(*crc, libdeflate_crc32(0, text.data(), text.size())) << what;
+  };
+  for (const std::string& text : {std::string(), trace_like(1, 3), trace_like(5000, 4)})
+    expect_crc(gzip_compress(text, 6), text, "one member of " + std::to_string(text.size()) + " bytes");
+  std::string whole, packed;
+  for (unsigned k = 0; k < 7; ++k) {  // empty, small and large members
+    std::string part = k % 3 == 0 ? std::string() : trace_like(k * 300, k);
+    whole += part;
+    packed += gzip_compress(part, int(k % 2 ? 1 : 9));
+  }
+  expect_crc(packed, whole, "seven members");
+  // A stored member whose text looks like a member header misleads the concurrent read's
+  // guesses: the members are read one after another.
+  const std::string lookalike =
+      trace_like(3, 9) + std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10) + trace_like(3, 8);
+  expect_crc(gzip_compress(lookalike, 0) + gzip_compress(whole, 6), lookalike + whole, "a misleading member");
 }
 
 TEST(Gzip, ATruncatedStreamIsAnErrorNamingTheFile) {

@@ -3,6 +3,7 @@
 // gives, each step is timed under its name, and merge_and_write stores what it is given.
 #include <gtest/gtest.h>
 
+#include <libdeflate.h>
 #include <boost/filesystem.hpp>
 #include <fstream>
 
@@ -70,8 +71,10 @@ TEST(TraceJob, TheStepsGiveWhatTheCoreGivesAndAreTimedByName) {
   SharedOptions shared;
   JobOptions job = job_options(shared, false, &timings);
   FileIdentity identity;
-  std::string json = read_step(input, identity, {}, job);
-  CompactedTrace compacted = compact_step(parse_step(json, input, job), job, true);
+  TraceBytes read = read_step(input, identity, {}, job);
+  EXPECT_EQ(read.json, rank_trace(0));
+  EXPECT_FALSE(read.crc32);  // plain JSON: no trailer to take it from
+  CompactedTrace compacted = compact_step(parse_step(read, input, job), job, true);
   ASSERT_TRUE(already_laned(compacted).empty());
   GpuFigures figures = figures_step(compacted, job, rank_of(input, compacted), compacted.summary.pp_rank);
   std::string text = write_compacted(compacted);
@@ -90,6 +93,24 @@ TEST(TraceJob, TheStepsGiveWhatTheCoreGivesAndAreTimedByName) {
   EXPECT_EQ(rank_of(input, compacted), std::optional<int64_t>(0));
   EXPECT_EQ(phase_names(timings),
             (std::vector<std::string>{"read", "parse", "compact", "figures", "write (serialise, compress)"}));
+}
+
+// A gzip input's CRC-32 comes from its trailers and goes with the text to the trace, where
+// restore data takes it (restore checks the text it gives back against it).
+TEST(TraceJob, AGzipInputsCrcGoesWithItsTextToTheTrace) {
+  TempDir dir;
+  const std::string text = rank_trace(0);
+  fs::path input = write_file(dir.path / "rank0_trace.json.gz", gzip_compress(text, 6));
+  SharedOptions shared;
+  JobOptions job = job_options(shared, false, nullptr);
+  FileIdentity identity;
+  TraceBytes read = read_step(input, identity, {}, job);
+  EXPECT_EQ(read.json, text);
+  ASSERT_TRUE(read.crc32);
+  EXPECT_EQ(*read.crc32, libdeflate_crc32(0, text.data(), text.size()));
+  Trace trace = parse_step(std::move(read), input, job);
+  EXPECT_EQ(trace.document, text);
+  EXPECT_EQ(trace.document_crc32, std::optional<uint32_t>(libdeflate_crc32(0, text.data(), text.size())));
 }
 
 TEST(TraceJob, MergeAndWriteStoresTheRecordsItIsGivenOnceTheSizeIsKnown) {

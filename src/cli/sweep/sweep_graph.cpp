@@ -205,18 +205,18 @@ class Sweep {
       read.regular_only = true;
       read.no_follow = !task.file->through_link;
       read.max_bytes = task.estimate;  // what the budget admitted: never hold more
-      std::string json;
+      TraceBytes bytes;
       try {
-        json = read_step(task.file->path, task.read_identity, read, options_.job);
+        bytes = read_step(task.file->path, task.read_identity, read, options_.job);
       } catch (const InputChanged&) {
         // Once more: a writer may just have finished. Still changing: failed, not kept.
-        json = read_step(task.file->path, task.read_identity, read, options_.job);
+        bytes = read_step(task.file->path, task.read_identity, read, options_.job);
       }
       if (task.file->from_copy)
-        json = original_text_from_copy(std::move(json), task.file->path.string(), read.max_bytes);
+        bytes = {original_text_from_copy(std::move(bytes.json), task.file->path.string(), read.max_bytes), {}};
       else
         task.row.set(ColumnId::input_bytes, int64_t(task.read_identity.size));  // the file read
-      task.trace = std::make_unique<Trace>(parse_step(std::move(json), task.file->path, options_.job, true));
+      task.trace = std::make_unique<Trace>(parse_step(std::move(bytes), task.file->path, options_.job, true));
       task.row.set(ColumnId::events, int64_t(task.trace->events.size()));
       task.row.set(ColumnId::pp_rank, int64_t(single_trace_pp_rank(*task.trace)));
     } catch (const LargerThanAdmitted& e) {
