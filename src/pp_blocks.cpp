@@ -8,6 +8,7 @@
 #include <map>
 #include <span>
 #include <tuple>
+#include <unordered_map>
 
 #include "parallel_ranges.hpp"
 
@@ -52,14 +53,22 @@ struct Use {
 
 // Every action of the spans that makes blocks, in block-key order and, within a key, by
 // (start, length), ties in input order: ranges of spans are read and sorted concurrently,
-// then merged.
+// then merged; on one thread, or for one range, all are read into one vector and sorted
+// there (the same order: no two uses are equal), which holds the uses once, not twice.
 std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rules& rules) {
   using Part = std::vector<Use>;
   if (spans.size() > UINT32_MAX) throw Error("more than 2^32 annotation spans: too many to pair PP blocks");
-  std::vector<Part> parts = gather_ranges<Part>(spans.size(), [&](size_t begin, size_t end, Part& part) {
-    part.reserve(end - begin);  // most spans are one action; held with no room to spare
+  // A name's actions are parsed once per range: a trace repeats each stage, operation and
+  // microbatch's name in every step. The names remembered are bounded (a trace of distinct
+  // names starts over every kNamesRemembered).
+  constexpr size_t kNamesRemembered = 4096;
+  auto read = [&](size_t begin, size_t end, Part& part) {
+    std::unordered_map<std::string_view, std::vector<PpAction>> parsed;
     for (size_t i = begin; i < end; ++i) {
-      std::vector<PpAction> actions = rules.pp_actions(spans[i].name);
+      if (parsed.size() == kNamesRemembered) parsed.clear();
+      auto [known, fresh] = parsed.try_emplace(spans[i].name);
+      if (fresh) known->second = rules.pp_actions(spans[i].name);
+      const std::vector<PpAction>& actions = known->second;
       for (size_t k = 0; k < actions.size(); ++k) {
         const PpAction& action = actions[k];
         const uint8_t op = op_index(action.op);
@@ -73,6 +82,17 @@ std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rul
         part.push_back(use);
       }
     }
+  };
+  if (range_count(spans.size()) <= 1 || tbb::this_task_arena::max_concurrency() <= 1) {
+    Part uses;
+    uses.reserve(spans.size() + spans.size() / 4);  // most spans are one action; pages never written cost nothing
+    read(0, spans.size(), uses);
+    std::sort(uses.begin(), uses.end());
+    return uses;
+  }
+  std::vector<Part> parts = gather_ranges<Part>(spans.size(), [&](size_t begin, size_t end, Part& part) {
+    part.reserve(end - begin);  // most spans are one action; held with no room to spare
+    read(begin, end, part);
     std::sort(part.begin(), part.end());
   });
   return merge_sorted_parts(std::move(parts));
