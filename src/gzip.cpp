@@ -143,6 +143,31 @@ void grow(std::string& out, size_t kept, size_t size) {
   bigger.resize(size);
   out.swap(bigger);
 }
+// The same for a TextBuffer, whose new bytes are left as the kernel made them.
+void grow(TextBuffer& out, size_t kept, size_t size) {
+  TextBuffer bigger = TextBuffer::uninitialised(size);
+  prefault(bigger.data(), kept);
+  std::memcpy(bigger.data(), out.data(), kept);
+  out = TextBuffer();
+  prefault(bigger.data() + kept, size - kept);
+  out = std::move(bigger);
+}
+
+// A buffer of `size` bytes to decompress into, with room for `capacity` (simdjson's
+// padding after the text), its pages made on every thread of the arena (prefault): a
+// std::string then zero-fills the `size` bytes (resize), a TextBuffer leaves them.
+void make_buffer(std::string& out, size_t capacity, size_t size) {
+  out.reserve(capacity);
+  prefault(out.data(), capacity);
+  out.resize(size);
+}
+void make_buffer(TextBuffer& out, size_t capacity, size_t size) {
+  out = TextBuffer::uninitialised(capacity);
+  prefault(out.data(), capacity);
+  out.truncate(size);
+}
+void keep_first(std::string& out, size_t size) { out.resize(size); }
+void keep_first(TextBuffer& out, size_t size) { out.truncate(size); }
 
 // Several members decompressed concurrently, each straight into its place, or nothing.
 //
@@ -157,7 +182,8 @@ void grow(std::string& out, size_t kept, size_t size) {
 // checked by libdeflate. Anything else (one member, a wrong guess, a member of 4 GiB or
 // more, a total beyond `max_bytes` or DEFLATE's 1032:1, a corrupt member) returns
 // nothing, and the members are decompressed one after another, with their errors.
-std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, uint64_t max_bytes, uint32_t& crc32) {
+template <class Out>
+std::optional<Out> gunzip_members_concurrently(std::string_view bytes, uint64_t max_bytes, uint32_t& crc32) {
   constexpr size_t kSmallestMember = 18;  // a header and a trailer
   std::vector<size_t> starts;
   for (size_t pos = 0; pos + kSmallestMember <= bytes.size();) {
@@ -181,10 +207,8 @@ std::optional<std::string> gunzip_members_concurrently(std::string_view bytes, u
   for (size_t k = 0; k < members; ++k) offsets[k + 1] = offsets[k] + read_le32(bytes.data() + starts[k + 1] - 4);
   const uint64_t total = offsets[members];
   if (total > max_bytes || total > bytes.size() * uint64_t(1032) + 1024) return std::nullopt;
-  std::string out;
-  out.reserve(total + 64);  // simdjson's padding, as gunzip leaves it
-  prefault(out.data(), total + 64);
-  out.resize(total);
+  Out out;
+  make_buffer(out, total + 64, total);  // simdjson's padding, as gunzip leaves it
   std::vector<char> right(members, 0);
   for_each_index(members, [&](size_t k) {
     std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
@@ -217,8 +241,27 @@ size_t gunzip_size_guess(std::string_view bytes) {
   return guess;
 }
 
-std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes,
-                   std::optional<uint32_t>* crc32) {
+namespace {
+
+// The whole output's size, better guessed once the buffer has reached the `max_bytes`
+// admitted with `rest` compressed bytes still to go: always more than `max_bytes`.
+uint64_t better_estimate(uint64_t max_bytes, size_t out_size, size_t in_pos, size_t rest, uint32_t isize,
+                         size_t plausible_max) {
+  // Expect the rest to expand as the members so far did, and at least double.
+  double ratio = in_pos > 0 ? double(out_size) / double(in_pos) : 8.0;
+  uint64_t estimate =
+      std::max<uint64_t>(uint64_t(max_bytes) * 2, uint64_t(double(out_size) + ratio * double(rest) * 1.125));
+  // When the rest is one member (the usual single-member file of 4 GiB or more), its
+  // size is ISIZE modulo 2^32: the first such size beyond what was admitted is exact.
+  uint64_t exact_if_one = out_size + isize;
+  while (exact_if_one <= max_bytes) exact_if_one += uint64_t(1) << 32;
+  if (exact_if_one <= 2 * estimate) estimate = std::max<uint64_t>(exact_if_one, max_bytes + 1);
+  return std::max<uint64_t>(max_bytes + 1, std::min<uint64_t>(estimate, plausible_max));
+}
+
+// gunzip and gunzip_text, into either kind of buffer.
+template <class Out>
+Out gunzip_into(std::string_view bytes, std::string_view source, uint64_t max_bytes, std::optional<uint32_t>* crc32) {
   if (crc32) crc32->reset();
   // libdeflate decompressors are cheap and not thread-safe: one per call.
   std::unique_ptr<libdeflate_decompressor, DecompressorDeleter> d(libdeflate_alloc_decompressor());
@@ -226,7 +269,7 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   if (bytes.size() < 18)
     throw Error(std::string(source) + ": truncated gzip stream (" + std::to_string(bytes.size()) + " bytes)");
   uint32_t crc = 0;  // of the text so far, from the members' trailers
-  if (std::optional<std::string> out = gunzip_members_concurrently(bytes, max_bytes, crc)) {
+  if (std::optional<Out> out = gunzip_members_concurrently<Out>(bytes, max_bytes, crc)) {
     if (crc32) *crc32 = crc;
     return std::move(*out);
   }
@@ -251,10 +294,8 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   // member's only): the buffer stops growing there.
   const size_t admitted = max_bytes >= UINT64_MAX - 64 ? SIZE_MAX : size_t(max_bytes) + 64;
   capacity = std::min(capacity, admitted);
-  std::string out;
-  out.reserve(capacity);
-  prefault(out.data(), capacity);  // the resize would zero it on this thread alone
-  out.resize(capacity);
+  Out out;
+  make_buffer(out, capacity, capacity);
   size_t in_pos = 0, out_size = 0;
   int member = 0;
   while (in_pos < bytes.size()) {
@@ -274,20 +315,10 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
         out_size += out_used;
         break;
       }
-      if (result == LIBDEFLATE_INSUFFICIENT_SPACE && out.size() >= admitted) {
-        // Expect the rest to expand as the members so far did, and at least double.
-        double ratio = in_pos > 0 ? double(out_size) / double(in_pos) : 8.0;
-        uint64_t estimate = std::max<uint64_t>(uint64_t(max_bytes) * 2,
-                                               uint64_t(double(out_size) + ratio * double(rest.size()) * 1.125));
-        // When the rest is one member (the usual single-member file of 4 GiB or more), its
-        // size is ISIZE modulo 2^32: the first such size beyond what was admitted is exact.
-        uint64_t exact_if_one = out_size + isize;
-        while (exact_if_one <= max_bytes) exact_if_one += uint64_t(1) << 32;
-        if (exact_if_one <= 2 * estimate) estimate = std::max<uint64_t>(exact_if_one, max_bytes + 1);
+      if (result == LIBDEFLATE_INSUFFICIENT_SPACE && out.size() >= admitted)
         throw LargerThanAdmitted(
             std::string(source) + ": decompresses to more than the " + std::to_string(max_bytes) + " bytes admitted",
-            std::max<uint64_t>(max_bytes + 1, std::min<uint64_t>(estimate, plausible_max)));
-      }
+            better_estimate(max_bytes, out_size, in_pos, rest.size(), isize, plausible_max));
       if (result == LIBDEFLATE_INSUFFICIENT_SPACE && member == 0 && from_isize &&
           single_member_size + kIsizeModulus <= plausible_max && !ends_with_own()) {
         // The only member is larger than guessed: it is the next size ISIZE allows.
@@ -319,9 +350,21 @@ std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max
   // it holds: give back the pages past the text and its padding.
   const size_t kept = out_size + 64;
   if (out.size() > kept) release_pages(out.data() + kept, out.size() - kept);
-  out.resize(out_size);
+  keep_first(out, out_size);
   if (crc32) *crc32 = crc;
   return out;
+}
+
+}  // namespace
+
+std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes,
+                   std::optional<uint32_t>* crc32) {
+  return gunzip_into<std::string>(bytes, source, max_bytes, crc32);
+}
+
+TextBuffer gunzip_text(std::string_view bytes, std::string_view source, uint64_t max_bytes,
+                       std::optional<uint32_t>* crc32) {
+  return gunzip_into<TextBuffer>(bytes, source, max_bytes, crc32);
 }
 
 std::string gzip_compress(std::string_view bytes, int level) {

@@ -43,8 +43,8 @@ namespace od = simdjson::ondemand;
 // What a Trace's views point into. No simdjson parser is kept: its buffers grow with the
 // document, and the few strings it unescapes are copied to the trace's arena.
 struct Storage {
-  std::string json;  // the document plus simdjson's padding
-  std::string top;   // chunked path: the document without traceEvents' contents, padded
+  TextBuffer json;  // the document plus simdjson's padding
+  std::string top;  // chunked path: the document without traceEvents' contents, padded
 };
 
 // The largest document simdjson reads at once, less a margin. A chunk holds at most
@@ -337,6 +337,10 @@ void parse_document(Trace& trace, const char* begin, size_t length, size_t alloc
 Trace parse_trace(std::string json, std::string source) { return parse_trace(std::move(json), std::move(source), {}); }
 
 Trace parse_trace(std::string json, std::string source, const ParseOptions& options, Timings* timings) {
+  return parse_trace(TextBuffer(std::move(json)), std::move(source), options, timings);
+}
+
+Trace parse_trace(TextBuffer json, std::string source, const ParseOptions& options, Timings* timings) {
   Trace trace;
   trace.source = std::move(source);
   auto storage = std::make_shared<Storage>();
@@ -345,7 +349,7 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
     // simdjson reads up to SIMDJSON_PADDING bytes past the end: this may copy the document.
     Timings::Scope t(timings, "pad");
     storage->json = std::move(json);
-    storage->json.resize(length + simdjson::SIMDJSON_PADDING, '\0');
+    storage->json.resize_zeroed(length + simdjson::SIMDJSON_PADDING);
   }
   char* begin = storage->json.data();
   StringKeeper strings(trace.arena);

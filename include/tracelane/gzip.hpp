@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "tracelane/text_buffer.hpp"
 #include "tracelane/trace.hpp"
 
 struct libdeflate_compressor;  // libdeflate.h
@@ -36,6 +37,10 @@ class LargerThanAdmitted : public Error {
 // the members' trailers (each of which libdeflate has checked against its member's text).
 std::string gunzip(std::string_view bytes, std::string_view source, uint64_t max_bytes = UINT64_MAX,
                    std::optional<uint32_t>* crc32 = nullptr);
+// The same into a TextBuffer, which is never zero-filled first: for the document a trace
+// is parsed from.
+TextBuffer gunzip_text(std::string_view bytes, std::string_view source, uint64_t max_bytes = UINT64_MAX,
+                       std::optional<uint32_t>* crc32 = nullptr);
 
 // The output size gunzip first allocates for the gzip file `bytes` (before its 64 bytes of
 // padding). The trailer's ISIZE is a size modulo 2^32: the guess is ISIZE + k * 2^32 for

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tracelane/text_buffer.hpp"
+
 namespace tracelane {
 
 class Timings;
@@ -312,5 +314,6 @@ struct ParseOptions {
 Trace parse_trace(std::string json, std::string source);
 // `timings`, when given, gets the parse's phases (pad, scan, read) as scoped timers.
 Trace parse_trace(std::string json, std::string source, const ParseOptions& options, Timings* timings = nullptr);
+Trace parse_trace(TextBuffer json, std::string source, const ParseOptions& options, Timings* timings = nullptr);
 
 }  // namespace tracelane

@@ -100,8 +100,13 @@ std::string read_file(const fs::path& path, FileIdentity* identity, const ReadOp
   return bytes;
 }
 
-std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const ReadOptions& options,
-                             std::optional<uint32_t>* crc32) {
+namespace {
+
+// read_trace_bytes and read_trace_text: `decompress` is gunzip or gunzip_text.
+template <class Text>
+Text read_decompressed(const fs::path& path, FileIdentity* identity, const ReadOptions& options,
+                       std::optional<uint32_t>* crc32,
+                       Text (*decompress)(std::string_view, std::string_view, uint64_t, std::optional<uint32_t>*)) {
   if (crc32) crc32->reset();
   ReadOptions raw = options;
   if (options.max_bytes != UINT64_MAX) {
@@ -111,11 +116,23 @@ std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const
   }
   std::string bytes = read_file(path, identity, raw);
   if (path.extension() == ".gz" && bytes.empty()) throw Error(path.string() + ": empty gzip file");
-  if (is_gzip(bytes)) return gunzip(bytes, path.string(), options.max_bytes, crc32);
+  if (is_gzip(bytes)) return decompress(bytes, path.string(), options.max_bytes, crc32);
   if (bytes.size() > options.max_bytes)
     throw LargerThanAdmitted(
         path.string() + ": holds more than the " + std::to_string(options.max_bytes) + " bytes admitted", bytes.size());
-  return bytes;
+  return Text(std::move(bytes));
+}
+
+}  // namespace
+
+std::string read_trace_bytes(const fs::path& path, FileIdentity* identity, const ReadOptions& options,
+                             std::optional<uint32_t>* crc32) {
+  return read_decompressed<std::string>(path, identity, options, crc32, gunzip);
+}
+
+TextBuffer read_trace_text(const fs::path& path, FileIdentity* identity, const ReadOptions& options,
+                           std::optional<uint32_t>* crc32) {
+  return read_decompressed<TextBuffer>(path, identity, options, crc32, gunzip_text);
 }
 
 fs::path default_compact_output(const fs::path& input) {

@@ -120,6 +120,9 @@ void print_error(std::string_view line);
 // gets the text's CRC-32 when the file is gzip (from its trailers: gunzip).
 std::string read_trace_bytes(const fs::path& path, FileIdentity* identity = nullptr, const ReadOptions& options = {},
                              std::optional<uint32_t>* crc32 = nullptr);
+// The same into a TextBuffer (gunzip_text): for the document a trace is parsed from.
+TextBuffer read_trace_text(const fs::path& path, FileIdentity* identity = nullptr, const ReadOptions& options = {},
+                           std::optional<uint32_t>* crc32 = nullptr);
 
 fs::path default_compact_output(const fs::path& input);
 inline const char* kMergedName = "pp_traces_merged_compacted.json.gz";

@@ -51,7 +51,7 @@ TraceBytes read_step(const fs::path& input, FileIdentity& identity, const ReadOp
   Timings::Scope scope(job.timings, "read");
   try {
     TraceBytes bytes;  // a file's failures are FileError; gzip's are the trace's
-    bytes.json = read_trace_bytes(input, &identity, read, &bytes.crc32);
+    bytes.json = read_trace_text(input, &identity, read, &bytes.crc32);
     return bytes;
   } catch (...) {
     rethrow_as_bad_trace();

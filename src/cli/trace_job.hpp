@@ -72,7 +72,7 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
 // A trace's text as read, and its CRC-32 where the file gave it (a gzip file's trailers):
 // restore data then takes it instead of a pass over the text.
 struct TraceBytes {
-  std::string json;
+  TextBuffer json;
   std::optional<uint32_t> crc32;
 };
 

@@ -72,9 +72,9 @@ TEST(TraceJob, TheStepsGiveWhatTheCoreGivesAndAreTimedByName) {
   JobOptions job = job_options(shared, false, &timings);
   FileIdentity identity;
   TraceBytes read = read_step(input, identity, {}, job);
-  EXPECT_EQ(read.json, rank_trace(0));
+  EXPECT_EQ(read.json.view(), rank_trace(0));
   EXPECT_FALSE(read.crc32);  // plain JSON: no trailer to take it from
-  CompactedTrace compacted = compact_step(parse_step(read, input, job), job, true);
+  CompactedTrace compacted = compact_step(parse_step(std::move(read), input, job), job, true);
   ASSERT_TRUE(already_laned(compacted).empty());
   GpuFigures figures = figures_step(compacted, job, rank_of(input, compacted), compacted.summary.pp_rank);
   std::string text = write_compacted(compacted);
@@ -105,12 +105,24 @@ TEST(TraceJob, AGzipInputsCrcGoesWithItsTextToTheTrace) {
   JobOptions job = job_options(shared, false, nullptr);
   FileIdentity identity;
   TraceBytes read = read_step(input, identity, {}, job);
-  EXPECT_EQ(read.json, text);
+  EXPECT_EQ(read.json.view(), text);
   ASSERT_TRUE(read.crc32);
   EXPECT_EQ(*read.crc32, libdeflate_crc32(0, text.data(), text.size()));
   Trace trace = parse_step(std::move(read), input, job);
   EXPECT_EQ(trace.document, text);
   EXPECT_EQ(trace.document_crc32, std::optional<uint32_t>(libdeflate_crc32(0, text.data(), text.size())));
+}
+
+TEST(TraceJob, ReadTraceTextGivesWhatReadTraceBytesGives) {
+  TempDir dir;
+  const std::string text = rank_trace(1);
+  for (const auto& [name, bytes] : {std::pair<std::string, std::string>{"plain.json", text},
+                                    std::pair<std::string, std::string>{"packed.json.gz", gzip_compress(text, 6)}}) {
+    fs::path path = write_file(dir.path / name, bytes);
+    std::optional<uint32_t> crc;
+    EXPECT_EQ(read_trace_text(path, nullptr, {}, &crc).view(), read_trace_bytes(path)) << name;
+    EXPECT_EQ(crc.has_value(), name.ends_with(".gz")) << name;
+  }
 }
 
 TEST(TraceJob, MergeAndWriteStoresTheRecordsItIsGivenOnceTheSizeIsKnown) {

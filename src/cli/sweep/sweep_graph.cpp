@@ -213,7 +213,9 @@ class Sweep {
         bytes = read_step(task.file->path, task.read_identity, read, options_.job);
       }
       if (task.file->from_copy)
-        bytes = {original_text_from_copy(std::move(bytes.json), task.file->path.string(), read.max_bytes), {}};
+        bytes = {TextBuffer(original_text_from_copy(std::move(bytes.json).release_string(), task.file->path.string(),
+                                                    read.max_bytes)),
+                 {}};
       else
         task.row.set(ColumnId::input_bytes, int64_t(task.read_identity.size));  // the file read
       task.trace = std::make_unique<Trace>(parse_step(std::move(bytes), task.file->path, options_.job, true));
