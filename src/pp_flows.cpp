@@ -326,9 +326,9 @@ PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vec
 namespace {
 
 // The unsigned values a viewer may take a flow id text for: Perfetto reads a number as an
-// integer and a string as hex; others read strings as decimal. Values above INT64_MAX
-// cannot meet a synthetic id and are left out.
-void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
+// integer and a string as hex; others read strings as decimal. Values below `lowest` or
+// above INT64_MAX cannot meet a synthetic id and are left out.
+void add_id_readings(std::string_view text, int64_t lowest, std::vector<int64_t>& used) {
   auto add_digits = [&](std::string_view digits, int base) {
     if (digits.empty()) return;
     unsigned __int128 value = 0;
@@ -341,7 +341,7 @@ void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
       value = value * unsigned(base) + unsigned(digit);
       if (value > (unsigned __int128)INT64_MAX) return;
     }
-    used.push_back(int64_t(value));
+    if (int64_t(value) >= lowest) used.push_back(int64_t(value));
   };
   if (text.size() >= 2 && text.front() == '"') {
     std::string_view inner = text.substr(1, text.size() - 2);
@@ -352,7 +352,7 @@ void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
   }
   // A JSON number: its integer part, also when written with a fraction or an exponent.
   long double value = std::strtold(std::string(text).c_str(), nullptr);
-  if (value >= 0 && value < 9.2e18L) used.push_back(int64_t(value));
+  if (value >= 0 && value < 9.2e18L && int64_t(value) >= lowest) used.push_back(int64_t(value));
 }
 
 }  // namespace
@@ -360,19 +360,23 @@ void add_id_readings(std::string_view text, std::vector<int64_t>& used) {
 void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
   if (flows.empty()) return;
   // The ids of the trace's own flow events, sorted and distinct: gathered and sorted over
-  // ranges of events concurrently, then merged.
+  // ranges of events concurrently, then merged. Only those at or above the flows' first
+  // id can move a flow's id (the flows' ids are increasing): a trace's own ids are most
+  // often far below it (Kineto's correlation ids), and are not kept.
   const auto& events = trace.events;
+  const int64_t lowest = flows.front().id;
   using Ids = std::vector<int64_t>;
   std::vector<Ids> found = gather_ranges<Ids>(events.size(), [&](size_t begin, size_t end, Ids& part) {
     for (size_t i = begin; i < end; ++i) {
       const Event& event = events[i];
       if (!event.is_flow() || event.dropped || !event.id.present()) continue;
-      if (event.changed & (1u << kId))
-        part.push_back(event.new_id);
-      else if (event.id.is_int())
-        part.push_back(event.id.value);
-      else
-        add_id_readings(event.id_text(kId), part);
+      if (event.changed & (1u << kId)) {
+        if (event.new_id >= lowest) part.push_back(event.new_id);
+      } else if (event.id.is_int()) {
+        if (event.id.value >= lowest) part.push_back(event.id.value);
+      } else {
+        add_id_readings(event.id_text(kId), lowest, part);
+      }
     }
     std::sort(part.begin(), part.end());
     part.erase(std::unique(part.begin(), part.end()), part.end());
