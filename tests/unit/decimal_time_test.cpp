@@ -34,6 +34,33 @@ TEST(ParseUsAsNs, ReadsPlainDecimals) {
   EXPECT_EQ(ns_of("1.5000000"), 1500);
 }
 
+// The usual form ([-]digits[.ddd]) is read by a shortcut: it must read every such token,
+// and every token near that form (leading zeros, no digit after the point, more digits
+// than it takes), as the general path reads the same number with an exponent of zero.
+TEST(ParseUsAsNs, TheUsualFormReadsAsTheGeneralPathDoes) {
+  uint64_t state = 12345;
+  auto next = [&](uint64_t below) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % below;
+  };
+  for (int k = 0; k < 20000; ++k) {
+    std::string token = next(4) == 0 ? "-" : "";
+    const size_t whole_digits = next(19);  // 0 to 18: the shortcut takes up to 15
+    for (size_t d = 0; d < whole_digits; ++d) token += char('0' + next(10));
+    if (next(3) != 0) {
+      token += '.';
+      const size_t fraction_digits = next(6);  // 0 to 5: the shortcut takes 1 to 3
+      for (size_t d = 0; d < fraction_digits; ++d) token += char('0' + next(10));
+    }
+    EXPECT_EQ(ns_of(token), ns_of(token + "e0")) << token;
+  }
+  EXPECT_EQ(ns_of("999999999999999.999"), 999999999999999999);
+  EXPECT_EQ(ns_of("-999999999999999.999"), -999999999999999999);
+  EXPECT_EQ(ns_of("9999999999999999.999"), std::nullopt);  // 16 digits: the general path, beyond int64
+  EXPECT_EQ(ns_of("3520313169605.131"), 3520313169605131);
+  EXPECT_EQ(ns_of("-0.0"), 0);
+}
+
 TEST(ParseUsAsNs, ReadsNegativeNumbers) {
   EXPECT_EQ(ns_of("-0.001"), -1);
   EXPECT_EQ(ns_of("-12.25"), -12250);
