@@ -193,11 +193,18 @@ void add_lane_metadata(Compaction& c) {
       if (part[l]) annotated[lanes[l].annotation_tid] = true;
   // Each metadata event has a ts, as the exporter's own do (readers such as TraceLens's
   // capture merge require one; viewers ignore it): that of the pid's first metadata event,
-  // else the lane's first slice's start.
-  std::unordered_map<int64_t, Ns> metadata_ts;
-  for (const Event& event : trace.events)
-    if (event.ph == "M" && event.pid.is_int() && event.ts.numeric)
-      metadata_ts.try_emplace(event.pid.value, event.ts.ns);
+  // else the lane's first slice's start. Each range finds its own pids' first; the
+  // ranges' are then taken in order, so the earliest range's wins.
+  using FirstTs = std::unordered_map<int64_t, Ns>;
+  std::vector<FirstTs> firsts =
+      gather_ranges<FirstTs>(trace.events.size(), [&](size_t begin, size_t end, FirstTs& part) {
+        for (size_t i = begin; i < end; ++i) {
+          const Event& event = trace.events[i];
+          if (event.ph == "M" && event.pid.is_int() && event.ts.numeric) part.try_emplace(event.pid.value, event.ts.ns);
+        }
+      });
+  FirstTs metadata_ts;
+  for (const FirstTs& part : firsts) metadata_ts.insert(part.begin(), part.end());  // keeps a pid's earlier ts
   int64_t sort_index = 0;
   auto emit = [&](const Lane& lane, int64_t tid, const std::string& label) {
     auto known = metadata_ts.find(lane.pid);

@@ -38,7 +38,9 @@ constexpr size_t kOneRange = std::numeric_limits<size_t>::max();
 // with what every pass has work for: graph launches, cuda_sync slices on the streams,
 // flows into kernels, identical overlapping annotations (coalesced), annotations that
 // cross on one track (sub-tracks), runs of kernels named by args.name (kernel runs), and
-// PP actions (local PP arrows, whose ids step over the trace's own flow ids).
+// PP actions (local PP arrows, whose ids step over the trace's own flow ids), and two
+// metadata events with a ts on the GPU's pid, far apart (the lanes' metadata takes the
+// first one's).
 std::string passes_trace(int kernels) {
   std::vector<std::string> events;
   for (int s = 0; s < 6; ++s)
@@ -70,6 +72,9 @@ std::string passes_trace(int kernels) {
       events.push_back(annotation(0, stream, std::to_string(start + 3), "1", "PP:0SEND_F" + microbatch));
     }
     if (i % 50 == 10) events.push_back(slice_event("cuda_sync", "cudaStreamSynchronize", 0, stream, ts, "0.5"));
+    if (i == kernels / 3 || i == 2 * kernels / 3)
+      events.push_back(R"({"name": "process_labels", "ph": "M", "pid": 0, "tid": 0, "ts": )" + std::to_string(60 + i) +
+                       R"(, "args": {"labels": "GPU"}})");
     std::string args = "\"correlation\": " + std::to_string(i + 1);
     if (i % 10 < 6) args += ", \"name\": \"fwd" + std::to_string(i / 60) + "\"";
     events.push_back(kernel(0, stream, ts,
