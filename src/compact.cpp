@@ -119,15 +119,27 @@ struct FoundSlices {
     uint32_t stream;  // index into `streams`
   };
   std::vector<Found> measured, syncs;
+  std::vector<uint32_t> related;  // is_related_kind
   std::vector<StreamKey> streams;
   size_t cuda_graph_launches = 0;
   size_t moved = 0;  // measured slices with args.original_stream (SPEC 9.8)
 };
 
+// The kinds of event remap_related acts on: metadata (ph "M"), flow ends (ph "s", "t",
+// "f") and GPU annotations (cat gpu_user_annotation); any other event on an old stream
+// stays where it is. A real trace's events are mostly CPU-side, so remap_related walks the
+// few of these rather than every event. By length first: it is asked of every event that
+// is not a slice.
+bool is_related_kind(const Event& event) {
+  const std::string_view ph = event.ph, cat = event.cat;
+  if (ph.size() == 1 && (ph[0] == 'M' || ph[0] == 's' || ph[0] == 't' || ph[0] == 'f')) return true;
+  return cat.size() == 19 && cat == "gpu_user_annotation";
+}
+
 // Finds the measured slices (SPEC 2), the cuda_sync slices that sit on their streams
-// (SPEC 9.3), and the old streams they live on. Checking, classifying and finding the
-// stream of every event is done over ranges of events concurrently; the streams are then
-// numbered and the slices added in event order.
+// (SPEC 9.3), the old streams they live on, and the events remap_related may move.
+// Checking, classifying and finding the stream of every event is done over ranges of
+// events concurrently; the streams are then numbered and the slices added in event order.
 void extract_slices(Compaction& c) {
   Timings::Scope t(c.timings, "extract_slices");
   Trace& trace = c.trace;
@@ -165,13 +177,23 @@ void extract_slices(Compaction& c) {
         part.measured.push_back({uint32_t(i), group(event), stream(event)});
       } else if (sync_slice_candidate(event)) {
         part.syncs.push_back({uint32_t(i), group(event), stream(event)});
+      } else if (is_related_kind(event)) {
+        part.related.push_back(uint32_t(i));
       }
     }
   };
   std::vector<FoundSlices> found = gather_ranges<FoundSlices>(events.size(), find_slices);
-  size_t candidates = 0;
-  for (const FoundSlices& part : found) candidates += part.measured.size() + part.syncs.size();
+  size_t candidates = 0, related = 0;
+  for (const FoundSlices& part : found) {
+    candidates += part.measured.size() + part.syncs.size();
+    related += part.related.size();
+  }
   set.slices.reserve(candidates);  // not grown by doubling: kept until remap_related
+  c.related.reserve(related);
+  for (FoundSlices& part : found) {
+    c.related.insert(c.related.end(), part.related.begin(), part.related.end());
+    std::vector<uint32_t>().swap(part.related);
+  }
   // Streams are numbered in order of their first measured slice, as one walk numbers them.
   std::vector<std::vector<uint32_t>> numbers(found.size());
   size_t moved = 0;
@@ -330,10 +352,13 @@ void remap_related(Compaction& c) {
   struct Counts {
     size_t flows_mapped = 0, flows_unmapped = 0, annotations_mapped = 0;
   };
-  std::vector<Counts> counts = gather_ranges<Counts>(trace.events.size(), [&](size_t begin, size_t end, Counts& count) {
-    for (size_t i = begin; i < end; ++i) {
+  // Only the events of the kinds it acts on (c.related: every other event is left as it is).
+  const std::vector<uint32_t>& related = c.related;
+  std::vector<Counts> counts = gather_ranges<Counts>(related.size(), [&](size_t begin, size_t end, Counts& count) {
+    for (size_t k = begin; k < end; ++k) {
+      const uint32_t i = related[k];
       Event& event = trace.events[i];
-      if (i + kPrefetchAhead < end) prefetch(trace.events[i + kPrefetchAhead].value_text(kTid));
+      if (k + kPrefetchAhead < end) prefetch(trace.events[related[k + kPrefetchAhead]].value_text(kTid));
       if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
       const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
       if (!stream) continue;
@@ -368,6 +393,7 @@ void remap_related(Compaction& c) {
   c.slices_per_group.assign(c.rules.groups().size(), 0);
   for (const Slice& slice : c.slices.slices) ++c.slices_per_group[slice.group];
   c.slices.release_all_but_is_slice();
+  std::vector<uint32_t>().swap(c.related);
 }
 
 // Identical annotations that overlap become one (SPEC 5; annotations.cpp).
