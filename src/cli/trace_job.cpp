@@ -47,11 +47,15 @@ JobOptions job_options(const SharedOptions& shared, bool force, Timings* timings
   return job;
 }
 
-TraceBytes read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job) {
+TraceBytes read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job,
+                     bool for_restore) {
   Timings::Scope scope(job.timings, "read");
   try {
     TraceBytes bytes;  // a file's failures are FileError; gzip's are the trace's
-    bytes.json = read_trace_text(input, &identity, read, &bytes.crc32);
+    if (for_restore)
+      bytes.json = TextBuffer(read_trace_bytes(input, &identity, read, &bytes.crc32));
+    else
+      bytes.json = read_trace_text(input, &identity, read, &bytes.crc32);
     return bytes;
   } catch (...) {
     rethrow_as_bad_trace();

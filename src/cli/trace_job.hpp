@@ -79,7 +79,10 @@ struct TraceBytes {
 // Read: the file's bytes, decompressed, with the identity of the file read. The caller
 // has put the output's name through guard_output first (files.hpp), each command where
 // its refusals belong (compact: before --preview's; sweep: in the rank's row).
-TraceBytes read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job);
+// `for_restore`: a compacted copy for original_text_from_copy, read into a std::string
+// (which release_string then moves out, not copies).
+TraceBytes read_step(const fs::path& input, FileIdentity& identity, const ReadOptions& read, const JobOptions& job,
+                     bool for_restore = false);
 // A rank whose file is gone, read from its compacted copy (`copy_text`, decompressed): the
 // text of the original the copy's one restore record gives back, decompressed when the
 // original was gzip. Throws Error naming the copy (no restore data, several records,

@@ -122,6 +122,14 @@ TEST(TraceJob, ReadTraceTextGivesWhatReadTraceBytesGives) {
     std::optional<uint32_t> crc;
     EXPECT_EQ(read_trace_text(path, nullptr, {}, &crc).view(), read_trace_bytes(path)) << name;
     EXPECT_EQ(crc.has_value(), name.ends_with(".gz")) << name;
+    // A compacted copy to restore from is read into a std::string, which the sweep then
+    // moves out of its TextBuffer, not copies.
+    FileIdentity identity;
+    TraceBytes copy = read_step(path, identity, {}, job_options(SharedOptions(), false, nullptr), true);
+    const char* where = copy.json.data();
+    const std::string moved = std::move(copy.json).release_string();
+    EXPECT_EQ(moved, text) << name;
+    EXPECT_EQ(moved.data(), where) << name;
   }
 }
 

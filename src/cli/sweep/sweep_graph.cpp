@@ -206,13 +206,14 @@ class Sweep {
       read.no_follow = !task.file->through_link;
       read.max_bytes = task.estimate;  // what the budget admitted: never hold more
       TraceBytes bytes;
+      const bool from_copy = task.file->from_copy;
       try {
-        bytes = read_step(task.file->path, task.read_identity, read, options_.job);
+        bytes = read_step(task.file->path, task.read_identity, read, options_.job, from_copy);
       } catch (const InputChanged&) {
         // Once more: a writer may just have finished. Still changing: failed, not kept.
-        bytes = read_step(task.file->path, task.read_identity, read, options_.job);
+        bytes = read_step(task.file->path, task.read_identity, read, options_.job, from_copy);
       }
-      if (task.file->from_copy)
+      if (from_copy)
         bytes = {TextBuffer(original_text_from_copy(std::move(bytes.json).release_string(), task.file->path.string(),
                                                     read.max_bytes)),
                  {}};
