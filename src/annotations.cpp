@@ -12,6 +12,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <numeric>
 
@@ -138,10 +139,20 @@ void sort_by_key(Fields& fields) {
   }
 }
 
+// Writes a key or a string value: its length, then its bytes. Written bare, a string that
+// holds `",b:"` would read as two fields, and two different events would compare equal.
+void append_text(std::string& out, std::string_view text) {
+  char digits[24];
+  const auto [end, error] = std::to_chars(digits, digits + sizeof digits, text.size());
+  out.append(digits, end);
+  out.push_back('"');
+  out.append(text);
+}
+
 // Writes a JSON value with object keys sorted and numbers normalised, so that two events
 // that mean the same compare equal whatever their spacing or key order (1 and 1.0 are
-// equal, as in the original tool's Python dict comparison). An object at `depth` lists its
-// fields in lists[depth].
+// equal, as in the original tool's Python dict comparison), and two that differ do not.
+// An object at `depth` lists its fields in lists[depth].
 void append_canonical(std::string& out, simdjson::dom::element value, FieldLists& lists, size_t depth) {
   using simdjson::dom::element_type;
   switch (value.type()) {
@@ -155,7 +166,7 @@ void append_canonical(std::string& out, simdjson::dom::element value, FieldLists
       // By index: the nested calls may grow `lists`, which moves its elements.
       for (size_t k = 0; k < lists[depth].size(); ++k) {
         const auto [key, v] = lists[depth][k];
-        out.append(key);
+        append_text(out, key);
         out.push_back(':');
         append_canonical(out, v, lists, depth + 1);
         out.push_back(',');
@@ -192,9 +203,7 @@ void append_canonical(std::string& out, simdjson::dom::element value, FieldLists
       break;
     }
     case element_type::STRING:
-      out.push_back('"');
-      out.append(std::string_view(value));
-      out.push_back('"');
+      append_text(out, std::string_view(value));
       break;
     case element_type::BOOL:
       out += bool(value) ? "true" : "false";
@@ -225,7 +234,7 @@ bool annotation_identity(const Event& event, simdjson::dom::parser& parser, Fiel
   sort_by_key(lists[0]);
   for (size_t k = 0; k < lists[0].size(); ++k) {
     const auto [name, value] = lists[0][k];
-    key.append(name);
+    append_text(key, name);
     key.push_back(':');
     append_canonical(key, value, lists, 1);
     key.push_back(',');

@@ -177,6 +177,20 @@ TEST(CoalesceAnnotations, NestedArgsCompareByMeaningAtEveryDepth) {
   }
 }
 
+TEST(CoalesceAnnotations, AStringThatSpellsOtherFieldsIsNotThoseFields) {
+  // Against two args a = "x" and b = "y": one arg whose value reads `x",b:"y`, and one
+  // whose key reads `a:"x",b`. Different events, which a canonical form writing strings
+  // and keys bare would spell alike.
+  for (const char* other : {R"({"a": "x\",b:\"y"})", R"({"a:\"x\",b": "y"})"}) {
+    auto apart = compact_text(
+        trace_json(with(one_lane_two_streams(), {
+                                                    annotation(0, 7, "0", "10", "fwd", R"({"a": "x", "b": "y"})"),
+                                                    annotation(0, 8, "10", "10", "fwd", other),
+                                                })));
+    EXPECT_EQ(apart.summary.gpu_annotations_coalesced, 0u) << other;
+  }
+}
+
 // --- per-kernel annotations ---------------------------------------------------------------
 
 TEST(KernelAnnotations, RunsOfOneArgsNameBecomeSpansOnTheLaneAnnotationTrack) {
