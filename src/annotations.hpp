@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -71,7 +72,10 @@ struct SliceSet {
   std::unordered_set<int64_t> pids_;  // the streams' pids
 };
 
-// SPEC 5 "Coalesce annotations": returns the number of events removed.
+// SPEC 5 "Coalesce annotations" among `candidates`, indices of events in traceEvents order
+// that include every annotation span: returns the number of events removed.
+size_t coalesce_annotations(Trace& trace, std::span<const uint32_t> candidates);
+// The same among every event.
 size_t coalesce_annotations(Trace& trace);
 
 // What annotate_kernel_runs() made: the kernels whose args.name joined a run, and the

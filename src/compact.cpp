@@ -393,13 +393,14 @@ void remap_related(Compaction& c) {
   c.slices_per_group.assign(c.rules.groups().size(), 0);
   for (const Slice& slice : c.slices.slices) ++c.slices_per_group[slice.group];
   c.slices.release_all_but_is_slice();
-  std::vector<uint32_t>().swap(c.related);
 }
 
-// Identical annotations that overlap become one (SPEC 5; annotations.cpp).
+// Identical annotations that overlap become one (SPEC 5; annotations.cpp). Every
+// annotation is among c.related, which no later pass needs.
 void coalesce_annotations(Compaction& c) {
   Timings::Scope t(c.timings, "coalesce_annotations");
-  c.summary.gpu_annotations_coalesced = tracelane::coalesce_annotations(c.trace);
+  c.summary.gpu_annotations_coalesced = tracelane::coalesce_annotations(c.trace, c.related);
+  std::vector<uint32_t>().swap(c.related);
 }
 
 // Runs of per-kernel CUDA-graph annotations become spans on their lane's annotation track

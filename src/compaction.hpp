@@ -30,8 +30,9 @@ struct Compaction {
   Timings* timings;  // null: no pass reads a clock
   SliceSet slices;   // the measured slices and their old streams, extract_slices to remap_related
   // The events remap_related may move, in traceEvents order (found by extract_slices: see
-  // is_related_kind in compact.cpp); no pass between the two adds events or changes a ph
-  // or cat.
+  // is_related_kind in compact.cpp), every annotation among them; no pass from
+  // extract_slices to coalesce_annotations, which uses them last, adds events or changes a
+  // ph or cat.
   std::vector<uint32_t> related;
   // A trace PyTorch's exporter laned (SPEC 9.8), and per old stream: one of its lanes kept
   // as it is (keep_pytorch_lanes), with the name it gave the lane.

@@ -1,4 +1,10 @@
 // Annotation coalescing, per-kernel annotation runs and lane metadata (SPEC 5).
+#include <map>
+#include <random>
+#include <tuple>
+
+#include "annotations.hpp"
+#include "parallel_ranges.hpp"
 #include "test_support.hpp"
 
 using namespace tracelane;
@@ -189,6 +195,108 @@ TEST(CoalesceAnnotations, AStringThatSpellsOtherFieldsIsNotThoseFields) {
                                                 })));
     EXPECT_EQ(apart.summary.gpu_annotations_coalesced, 0u) << other;
   }
+}
+
+namespace {
+
+// The annotations of a random trace, coalesced as SPEC 5 says, by a reference that knows
+// each one's identity from how it was made: whether each is dropped, and each one's dur.
+struct MadeAnnotation {
+  bool eligible = false;  // a gpu_user_annotation X: coalescing considers it
+  int pid = 0, final_tid = 0, args_class = 0;
+  std::string name;  // unescaped
+  Ns start = 0, end = 0;
+};
+
+std::pair<std::vector<bool>, std::vector<Ns>> reference_coalescing(const std::vector<MadeAnnotation>& made) {
+  std::vector<bool> dropped(made.size(), false);
+  std::vector<Ns> dur(made.size());
+  std::map<std::tuple<int, int, int, std::string>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < made.size(); ++i) {
+    dur[i] = made[i].end - made[i].start;
+    if (made[i].eligible) groups[{made[i].pid, made[i].final_tid, made[i].args_class, made[i].name}].push_back(i);
+  }
+  for (auto& [identity, members] : groups) {
+    std::sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      return std::tuple(made[a].start, made[a].end, a) < std::tuple(made[b].start, made[b].end, b);
+    });
+    for (size_t k = 0; k < members.size();) {
+      size_t next = k + 1;
+      Ns end = made[members[k]].end;
+      for (; next < members.size() && made[members[next]].start <= end; ++next) {
+        end = std::max(end, made[members[next]].end);
+        dropped[members[next]] = true;
+      }
+      dur[members[k]] = end - made[members[k]].start;
+      k = next;
+    }
+  }
+  return {dropped, dur};
+}
+
+}  // namespace
+
+TEST(CoalesceAnnotations, DropsAndStretchesWhatAReferenceGivenEveryIdentityDoes) {
+  // Few names, tids and args, short spans on a short timeline: many touch and overlap,
+  // across identities too. Names and args are spelt in several ways per identity, and some
+  // annotations are moved (a new tid or ts) after they were read, as remapping does.
+  const std::vector<std::vector<std::string>> args_spellings = {
+      {R"({"a": 1})", R"({ "a":1.0 })"},
+      {R"({"a": 2})"},
+      {R"({"a": 1, "b": [1, {"c": "x"}]})", R"({"b": [1.0, {"c": "x"}], "a": 1})"},
+      {R"({})", R"({ })"}};
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"fwd", "fwd"}, {"f\\u0077d", "fwd"}, {"bwd", "bwd"}, {"step", "step"}};
+  const size_t saved_range = events_per_range;
+  events_per_range = 5;  // several ranges, gathered concurrently
+  std::mt19937 random(25);
+  for (int round = 0; round < 1500; ++round) {
+    const size_t count = 2 + random() % 40;
+    std::vector<MadeAnnotation> made(count);
+    std::vector<std::string> texts;
+    for (MadeAnnotation& m : made) {
+      const int kind = int(random() % 10);
+      const auto& [spelt, name] = names[random() % names.size()];
+      m.eligible = kind != 0;
+      m.pid = int(random() % 2);
+      m.final_tid = 7 + int(random() % 2);
+      m.args_class = int(random() % args_spellings.size());
+      m.name = name;
+      m.start = Ns(random() % 60) * 1000;
+      m.end = m.start + Ns(random() % 12) * 1000;
+      const auto& spellings = args_spellings[size_t(m.args_class)];
+      texts.push_back(
+          "{\"ph\": \"" + std::string(kind == 0 ? "i" : "X") + "\", \"cat\": \"gpu_user_annotation\", \"name\": \"" +
+          spelt + "\", \"pid\": " + std::to_string(m.pid) + ", \"tid\": " + std::to_string(m.final_tid) +
+          ", \"ts\": " + std::to_string(m.start / 1000) + ", \"dur\": " + std::to_string((m.end - m.start) / 1000) +
+          ", \"args\": " + spellings[random() % spellings.size()] + "}");
+    }
+    Trace trace = parse_trace(trace_json(texts), "random.json");
+    ASSERT_EQ(trace.events.size(), count);
+    for (size_t i = 0; i < count; ++i) {
+      Event& event = trace.events[i];
+      if (random() % 4 == 0) {  // moved to a tid that the text may or may not spell alike
+        made[i].final_tid = 7 + int(random() % 2);
+        event.new_tid = made[i].final_tid;
+        event.changed |= 1u << kTid;
+      }
+      if (random() % 4 == 0) {  // shifted
+        const Ns dur = made[i].end - made[i].start;
+        made[i].start = Ns(random() % 60) * 1000;
+        made[i].end = made[i].start + dur;
+        event.new_ts = made[i].start;
+        event.changed |= 1u << kTs;
+      }
+    }
+    const auto [dropped, dur] = reference_coalescing(made);
+    const size_t removed = coalesce_annotations(trace);
+    EXPECT_EQ(removed, size_t(std::count(dropped.begin(), dropped.end(), true))) << "round " << round;
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(trace.events[i].dropped, bool(dropped[i])) << "round " << round << ", event " << i;
+      ASSERT_EQ(trace.events[i].final_dur(), dur[i]) << "round " << round << ", event " << i;
+    }
+  }
+  events_per_range = saved_range;
 }
 
 // --- per-kernel annotations ---------------------------------------------------------------
