@@ -116,9 +116,11 @@ void split_annotation_tracks(Compaction& c) {
   std::unordered_map<int64_t, size_t> lane_of_track;
   for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
   const auto& events = trace.events;
+  const AnnotationEvents listed = annotation_events(c);
   using OnTracks = std::vector<std::pair<size_t, TrackMember>>;  // (lane, member)
-  std::vector<OnTracks> found = gather_ranges<OnTracks>(events.size(), [&](size_t begin, size_t end, OnTracks& part) {
-    for (size_t i = begin; i < end; ++i) {
+  std::vector<OnTracks> found = gather_ranges<OnTracks>(listed.size(), [&](size_t begin, size_t end, OnTracks& part) {
+    for (size_t k = begin; k < end; ++k) {
+      const uint32_t i = listed[k];
       const Event& event = events[i];
       if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
       if (!((event.changed >> kTid) & 1) && !event.tid.is_int()) continue;
@@ -130,7 +132,7 @@ void split_annotation_tracks(Compaction& c) {
       span.end = span.start + event.final_dur();
       span.seen_start = as_perfetto_reads(written_time(event, kTs), span.start);
       span.seen_end = span.seen_start + as_perfetto_reads(written_time(event, kDur), event.final_dur());
-      part.push_back({it->second, {uint32_t(i), span}});
+      part.push_back({it->second, {i, span}});
     }
   });
   std::vector<std::vector<TrackMember>> on_track(lanes.size());
@@ -173,11 +175,12 @@ void add_lane_metadata(Compaction& c) {
   // Which annotation tracks hold an annotation: found over ranges of events concurrently.
   std::unordered_map<int64_t, size_t> lane_of_track;
   for (size_t l = 0; l < lanes.size(); ++l) lane_of_track[lanes[l].annotation_tid] = l;
+  const AnnotationEvents listed = annotation_events(c);
   using Annotated = std::vector<char>;  // per lane: its annotation track holds one
   auto find_annotated = [&](size_t begin, size_t end, Annotated& part) {
     part.resize(lanes.size());
-    for (size_t i = begin; i < end; ++i) {
-      const Event& event = trace.events[i];
+    for (size_t k = begin; k < end; ++k) {
+      const Event& event = trace.events[listed[k]];
       if (event.dropped || event.cat != "gpu_user_annotation" || !event.tid.present()) continue;
       bool is_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
       if (!is_int) continue;
@@ -185,7 +188,7 @@ void add_lane_metadata(Compaction& c) {
       if (it != lane_of_track.end()) part[it->second] = 1;
     }
   };
-  std::vector<Annotated> found = gather_ranges<Annotated>(trace.events.size(), find_annotated);
+  std::vector<Annotated> found = gather_ranges<Annotated>(listed.size(), find_annotated);
   std::unordered_map<int64_t, bool> annotated;  // annotation tid -> holds an annotation
   for (const auto& lane : lanes) annotated[lane.annotation_tid] = false;
   for (const auto& part : found)
@@ -196,13 +199,12 @@ void add_lane_metadata(Compaction& c) {
   // else the lane's first slice's start. Each range finds its own pids' first; the
   // ranges' are then taken in order, so the earliest range's wins.
   using FirstTs = std::unordered_map<int64_t, Ns>;
-  std::vector<FirstTs> firsts =
-      gather_ranges<FirstTs>(trace.events.size(), [&](size_t begin, size_t end, FirstTs& part) {
-        for (size_t i = begin; i < end; ++i) {
-          const Event& event = trace.events[i];
-          if (event.ph == "M" && event.pid.is_int() && event.ts.numeric) part.try_emplace(event.pid.value, event.ts.ns);
-        }
-      });
+  std::vector<FirstTs> firsts = gather_ranges<FirstTs>(listed.size(), [&](size_t begin, size_t end, FirstTs& part) {
+    for (size_t k = begin; k < end; ++k) {
+      const Event& event = trace.events[listed[k]];
+      if (event.ph == "M" && event.pid.is_int() && event.ts.numeric) part.try_emplace(event.pid.value, event.ts.ns);
+    }
+  });
   FirstTs metadata_ts;
   for (const FirstTs& part : firsts) metadata_ts.insert(part.begin(), part.end());  // keeps a pid's earlier ts
   int64_t sort_index = 0;
@@ -263,13 +265,17 @@ void rebuild_annotation_tracks(CompactedTrace& compacted) {
     compacted.pid_tracks[k].pp_rank = old_tracks[k].pp_rank;
 }
 
-// Gathered over ranges of events concurrently, then joined in traceEvents order.
 std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace) {
+  return collect_annotation_spans(trace, AnnotationEvents(trace.events.size()));
+}
+
+// Gathered over ranges of events concurrently, then joined in traceEvents order.
+std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace, const AnnotationEvents& listed) {
   const auto& events = trace.events;
   using Spans = std::vector<AnnotationSpan>;
-  std::vector<Spans> found = gather_ranges<Spans>(events.size(), [&](size_t begin, size_t end, Spans& part) {
-    for (size_t i = begin; i < end; ++i) {
-      const Event& event = events[i];
+  std::vector<Spans> found = gather_ranges<Spans>(listed.size(), [&](size_t begin, size_t end, Spans& part) {
+    for (size_t k = begin; k < end; ++k) {
+      const Event& event = events[listed[k]];
       if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
       bool pid_int = ((event.changed >> kPid) & 1) || event.pid.is_int();
       bool tid_int = ((event.changed >> kTid) & 1) || event.tid.is_int();

@@ -119,7 +119,8 @@ struct FoundSlices {
     uint32_t stream;  // index into `streams`
   };
   std::vector<Found> measured, syncs;
-  std::vector<uint32_t> related;  // is_related_kind
+  std::vector<uint32_t> related;                   // is_related_kind
+  std::vector<uint32_t> annotations_and_metadata;  // Compaction::annotations_and_metadata
   std::vector<StreamKey> streams;
   size_t cuda_graph_launches = 0;
   size_t moved = 0;  // measured slices with args.original_stream (SPEC 9.8)
@@ -134,6 +135,13 @@ bool is_related_kind(const Event& event) {
   const std::string_view ph = event.ph, cat = event.cat;
   if (ph.size() == 1 && (ph[0] == 'M' || ph[0] == 's' || ph[0] == 't' || ph[0] == 'f')) return true;
   return cat.size() == 19 && cat == "gpu_user_annotation";
+}
+
+// The kinds of event the annotation passes read (Compaction::annotations_and_metadata):
+// GPU annotations, and metadata events (add_lane_metadata reads their ts).
+bool is_annotation_or_metadata(const Event& event) {
+  const std::string_view ph = event.ph, cat = event.cat;
+  return (ph.size() == 1 && ph[0] == 'M') || (cat.size() == 19 && cat == "gpu_user_annotation");
 }
 
 // Finds the measured slices (SPEC 2), the cuda_sync slices that sit on their streams
@@ -175,10 +183,12 @@ void extract_slices(Compaction& c) {
         check_measured_slice(trace, i, own_output);
         if (event.has_original_stream) ++part.moved;
         part.measured.push_back({uint32_t(i), group(event), stream(event)});
+        if (is_annotation_or_metadata(event)) part.annotations_and_metadata.push_back(uint32_t(i));
       } else if (sync_slice_candidate(event)) {
         part.syncs.push_back({uint32_t(i), group(event), stream(event)});
       } else if (is_related_kind(event)) {
         part.related.push_back(uint32_t(i));
+        if (is_annotation_or_metadata(event)) part.annotations_and_metadata.push_back(uint32_t(i));
       }
     }
   };
@@ -194,6 +204,11 @@ void extract_slices(Compaction& c) {
     c.related.insert(c.related.end(), part.related.begin(), part.related.end());
     std::vector<uint32_t>().swap(part.related);
   }
+  std::vector<uint32_t>& listed = c.annotations_and_metadata;
+  for (const FoundSlices& part : found)
+    listed.insert(listed.end(), part.annotations_and_metadata.begin(), part.annotations_and_metadata.end());
+  c.annotations_listed = true;
+  c.events_when_listed = events.size();
   // Streams are numbered in order of their first measured slice, as one walk numbers them.
   std::vector<std::vector<uint32_t>> numbers(found.size());
   size_t moved = 0;
@@ -393,14 +408,13 @@ void remap_related(Compaction& c) {
   c.slices_per_group.assign(c.rules.groups().size(), 0);
   for (const Slice& slice : c.slices.slices) ++c.slices_per_group[slice.group];
   c.slices.release_all_but_is_slice();
+  std::vector<uint32_t>().swap(c.related);
 }
 
-// Identical annotations that overlap become one (SPEC 5; annotations.cpp). Every
-// annotation is among c.related, which no later pass needs.
+// Identical annotations that overlap become one (SPEC 5; annotations.cpp).
 void coalesce_annotations(Compaction& c) {
   Timings::Scope t(c.timings, "coalesce_annotations");
-  c.summary.gpu_annotations_coalesced = tracelane::coalesce_annotations(c.trace, c.related);
-  std::vector<uint32_t>().swap(c.related);
+  c.summary.gpu_annotations_coalesced = tracelane::coalesce_annotations(c.trace, c.annotations_and_metadata);
 }
 
 // Runs of per-kernel CUDA-graph annotations become spans on their lane's annotation track
@@ -430,7 +444,8 @@ void add_pp_flows(Compaction& c) {
   summary.has_pp = true;
   summary.pp_rank = single_trace_pp_rank(c.trace);
   for (auto& tracks : c.out.pid_tracks) tracks.pp_rank = summary.pp_rank;
-  PpResult pp = build_pp_flows(collect_annotation_spans(c.trace), c.out.pid_tracks, false, c.options.rules);
+  PpResult pp =
+      build_pp_flows(collect_annotation_spans(c.trace, annotation_events(c)), c.out.pid_tracks, false, c.options.rules);
   append_pp_flow_events(pp.flows, c.trace);
   summary.pp = pp.counts;
   set_top_level(c.trace, "cuda_graph_pp_local_flows", local_pp_flows_summary(summary).dump(-1));

@@ -501,6 +501,19 @@ TEST(LaneMetadata, OldStreamThreadMetadataIsDroppedAndOtherMetadataKept) {
   for (auto e : out.named("thread_sort_index")) EXPECT_NE(Output::int_of(e["args"], "sort_index"), 7);
 }
 
+TEST(LaneMetadata, TakesTheTsOfThePidsFirstMetadataEventEvenOneThatIsASlice) {
+  // A measured slice is known by its cat alone, so a kernel written with ph "M" is both a
+  // slice and the pid's first metadata event with a ts: the lanes' metadata takes its ts,
+  // not the lane's first slice's start.
+  auto out = compact_output(trace_json({
+      R"({"ph": "M", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1, "args": {"stream": 7}})",
+      kernel(0, 7, "0", "2"),
+      R"({"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "ts": 3, "args": {"name": "GPU 0"}})",
+  }));
+  ASSERT_FALSE(out.named("thread_name").empty());
+  for (auto e : out.named("thread_name")) EXPECT_EQ(Output::number_of(e, "ts"), 5);
+}
+
 TEST(LaneMetadata, TheCompactionKeyDescribesTheAlgorithm) {
   auto out = compact_output(trace_json({kernel(0, 7, "0", "10")}));
   simdjson::dom::element key;
