@@ -1,8 +1,8 @@
 // Annotation tracks (SPEC 5, 9.6): sub-tracks where spans cross, the lanes' and tracks'
 // metadata, and the spans PP block building reads.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <unordered_map>
 
 #include "compaction.hpp"
@@ -52,17 +52,23 @@ struct TwoViews {
 };
 
 // Perfetto's JSON importer: an integer token is exact (µs * 1000 in int64), any other
-// number goes through a double. `text` is the number as it will be written.
+// number goes through a double. `text` is the number as it will be written: a JSON
+// number, which from_chars reads as strtod does (the nearest double), without a copy.
 Ns as_perfetto_reads(std::string_view text, Ns exact) {
   if (text.find_first_of(".eE") == std::string_view::npos) return exact;
-  return Ns(std::llround(std::strtod(std::string(text).c_str(), nullptr) * 1000.0));
+  double value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return Ns(std::llround(value * 1000.0));
 }
 
-// The text a time field will have in the output.
-std::string written_time(const Event& event, Field field) {
+// The text a time field will have in the output: the text read, or a new value written
+// into `buffer`.
+std::string_view written_time(const Event& event, Field field, std::string& buffer) {
   bool changed = (event.changed >> field) & 1;
-  if (!changed) return std::string(event.value_text(field));
-  return ns_as_us(field == kTs ? event.new_ts : event.new_dur);
+  if (!changed) return event.value_text(field);
+  buffer.clear();
+  append_ns_as_us(buffer, field == kTs ? event.new_ts : event.new_dur);
+  return buffer;
 }
 
 // An annotation on a lane's annotation track, and its span.
@@ -119,6 +125,7 @@ void split_annotation_tracks(Compaction& c) {
   const AnnotationEvents listed = annotation_events(c);
   using OnTracks = std::vector<std::pair<size_t, TrackMember>>;  // (lane, member)
   std::vector<OnTracks> found = gather_ranges<OnTracks>(listed.size(), [&](size_t begin, size_t end, OnTracks& part) {
+    std::string buffer;  // a new time's text
     for (size_t k = begin; k < end; ++k) {
       const uint32_t i = listed[k];
       const Event& event = events[i];
@@ -130,8 +137,8 @@ void split_annotation_tracks(Compaction& c) {
       TwoViews span;
       span.start = event.final_ts();
       span.end = span.start + event.final_dur();
-      span.seen_start = as_perfetto_reads(written_time(event, kTs), span.start);
-      span.seen_end = span.seen_start + as_perfetto_reads(written_time(event, kDur), event.final_dur());
+      span.seen_start = as_perfetto_reads(written_time(event, kTs, buffer), span.start);
+      span.seen_end = span.seen_start + as_perfetto_reads(written_time(event, kDur, buffer), event.final_dur());
       part.push_back({it->second, {i, span}});
     }
   });

@@ -299,6 +299,30 @@ TEST(CoalesceAnnotations, DropsAndStretchesWhatAReferenceGivenEveryIdentityDoes)
   events_per_range = saved_range;
 }
 
+// --- annotation sub-tracks -----------------------------------------------------------------
+
+TEST(AnnotationSubtracks, SpansThatTouchExactlyButOverlapAsPerfettoReadsThemAreSplit) {
+  // At epoch timestamps a double steps by 0.25 us: Perfetto reads "...000.2" as ...000.25,
+  // so the first span ends at ...001.05 in its eyes, past the next one's start, though
+  // the two touch exactly. The first span is written as read; in the second case it is a
+  // chain of two coalesced, and its dur (0.8) is written new.
+  const std::vector<std::vector<std::string>> firsts = {
+      {annotation(0, 7, "1700000000000000.2", "0.8", "a")},
+      {annotation(0, 7, "1700000000000000.2", "0.5", "a"), annotation(0, 7, "1700000000000000.5", "0.5", "a")}};
+  for (const auto& first : firsts) {
+    std::vector<std::string> events = {kernel(0, 7, "1700000000000000", "2")};
+    events.insert(events.end(), first.begin(), first.end());
+    events.push_back(annotation(0, 7, "1700000000000001", "0.5", "b"));
+    auto result = compact_text(trace_json(events));
+    ASSERT_EQ(result.lanes.size(), 1u);
+    ASSERT_EQ(result.lanes[0].annotation_subtracks.size(), 1u) << first.size();
+    Output out(write_compacted(result));
+    EXPECT_EQ(Output::int_of(out.one("a"), "tid"), result.lanes[0].annotation_tid);
+    EXPECT_EQ(Output::int_of(out.one("b"), "tid"), result.lanes[0].annotation_subtracks[0]);
+    EXPECT_EQ(Output::number_of(out.one("a"), "dur"), 0.8);
+  }
+}
+
 // --- per-kernel annotations ---------------------------------------------------------------
 
 TEST(KernelAnnotations, RunsOfOneArgsNameBecomeSpansOnTheLaneAnnotationTrack) {
