@@ -39,10 +39,19 @@ constexpr std::string_view kKnownCats[] = {"kernel",
                                            "Sync",
                                            "Driver"};
 
+// Whether two texts of one size hold the same bytes: a loop, not memcmp, since most
+// candidates differ in their first byte, and a call per candidate of each event's cat
+// was most of the parse's memcmp time.
+bool same_bytes(std::string_view a, std::string_view b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 Text static_cat(Text cat) {
   const std::string_view text = cat;
   for (std::string_view known : kKnownCats)
-    if (known.size() == text.size() && known == text) return known;
+    if (known.size() == text.size() && same_bytes(known, text)) return known;
   return cat;
 }
 
