@@ -1,7 +1,9 @@
 // GPU busy figures and timeline data (docs/figures.md) on hand-built traces whose answers
 // are known exactly, and the report's handling of them (written, read back, validated,
 // kept by `report --combine`).
+#include <algorithm>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -53,6 +55,29 @@ TEST(GpuFigures, OverlappingSlicesOfAGroupAreCountedOnce) {
   EXPECT_EQ(figures.window_us, 100.0);
   EXPECT_EQ(figures.busy.at("compute"), 8000);
   EXPECT_EQ(add_figures_json_text(figures).find("\"compute\": 0.8000") != std::string::npos, true);
+}
+
+TEST(GpuFigures, BusyIsTheUnionOfTheSlicesCountedMicrosecondByMicrosecond) {
+  // Random kernels on random streams, short ones (a few lanes) and long ones (more lanes
+  // than the sort merges as runs): the busy fraction is the share of the window's
+  // microseconds some kernel covers, rounded half up.
+  std::mt19937 random(7);
+  for (int round = 0; round < 300; ++round) {
+    const int longest = round % 2 ? 80 : 8;
+    std::vector<std::string> events;
+    std::vector<bool> covered(200, false);
+    int first = 200, last = 0;
+    for (int k = 0; k < 60; ++k) {
+      const int start = int(random() % 100), dur = int(random() % longest);
+      events.push_back(kernel(0, 7 + int(random() % 40), std::to_string(start), std::to_string(dur)));
+      for (int us = start; us < start + dur; ++us) covered[size_t(us)] = true;
+      first = std::min(first, start), last = std::max(last, start + dur);
+    }
+    const int64_t busy = std::count(covered.begin(), covered.end(), true), window = last - first;
+    GpuFigures figures = figures_of(events);
+    ASSERT_EQ(figures.window_us, double(window)) << "round " << round;
+    EXPECT_EQ(figures.busy.at("compute"), window ? (busy * 20000 + window) / (window * 2) : 0) << "round " << round;
+  }
 }
 
 TEST(GpuFigures, TheWindowIsTheMeasuredSlicesAndSyncSlicesAreClippedToIt) {
