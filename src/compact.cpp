@@ -314,7 +314,7 @@ void build_lanes(Compaction& c) {
   Timings::Scope t(c.timings, "build_lanes");
   Trace& trace = c.trace;
   SliceSet& set = c.slices;
-  c.out.track_tids = TrackTids(trace.events);
+  c.out.track_tids = TrackTids(trace.events, trace.max_int_tid);
   TrackTids& tids = c.out.track_tids;
   const auto& groups = c.rules.groups();
   std::vector<std::vector<uint32_t>> kept_slices;

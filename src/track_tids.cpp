@@ -17,7 +17,8 @@
 
 namespace tracelane {
 
-TrackTids::TrackTids(const std::vector<Event>& events) {
+TrackTids::TrackTids(const std::vector<Event>& events, int64_t largest_tid) {
+  if (largest_tid < kFirst) return;
   using Tids = std::vector<int64_t>;  // found over ranges of events concurrently
   const std::vector<Tids> found = gather_ranges<Tids>(events.size(), [&](size_t begin, size_t end, Tids& part) {
     for (size_t i = begin; i < end; ++i)

@@ -38,7 +38,9 @@ class TrackTids {
 
   TrackTids() = default;
   // Reads the integer tids of the trace's events: none of them is ever handed out.
-  explicit TrackTids(const std::vector<Event>& events);
+  // `largest_tid` is the largest among them when known (Trace::max_int_tid): below kFirst,
+  // no tid can be one a track wants, and the events are not read.
+  explicit TrackTids(const std::vector<Event>& events, int64_t largest_tid = INT64_MAX);
 
   // The aligned tid of `key`, when its numbers fit the digits.
   static std::optional<int64_t> aligned(const TrackKey& key);
