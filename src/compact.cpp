@@ -464,9 +464,12 @@ void count_summary(Compaction& c) {
     if (per_group[g] > 0) summary.slice_groups[groups[g].id] += per_group[g];
   for (const Lane& lane : c.out.lanes) ++summary.lanes_by_group[lane.group_id];
   const auto& events = c.trace.events;
-  std::vector<size_t> retained = gather_ranges<size_t>(events.size(), [&](size_t begin, size_t end, size_t& count) {
-    for (size_t i = begin; i < end; ++i)
-      if (!events[i].dropped && events[i].cat == "gpu_user_annotation") ++count;
+  const AnnotationEvents listed = annotation_events(c);  // every annotation among them
+  std::vector<size_t> retained = gather_ranges<size_t>(listed.size(), [&](size_t begin, size_t end, size_t& count) {
+    for (size_t k = begin; k < end; ++k) {
+      const Event& event = events[listed[k]];
+      if (!event.dropped && event.cat == "gpu_user_annotation") ++count;
+    }
   });
   for (size_t count : retained) summary.gpu_annotations_retained += count;
 }
