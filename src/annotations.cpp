@@ -431,6 +431,14 @@ RangeRuns runs_in(const Trace& trace, const std::vector<uint32_t>& slices, size_
   RangeRuns found;
   bool open = false;
   for (size_t k = begin; k < end; ++k) {
+    // A lane's slices lie all over traceEvents: each record, then its args.name's text, is
+    // asked for ahead.
+    if (k + 2 * kPrefetchAhead < end) {
+      const Event& ahead = trace.events[slices[k + 2 * kPrefetchAhead]];
+      __builtin_prefetch(&ahead.arg_name);
+      __builtin_prefetch(&ahead.dur);
+    }
+    if (k + kPrefetchAhead < end) prefetch(trace.events[slices[k + kPrefetchAhead]].arg_name);
     const Event& event = trace.events[slices[k]];
     std::string_view name = event.arg_name;
     if (name.empty()) {
