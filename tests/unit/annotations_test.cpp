@@ -236,9 +236,23 @@ std::pair<std::vector<bool>, std::vector<Ns>> reference_coalescing(const std::ve
 
 }  // namespace
 
+TEST(CoalesceAnnotations, ANameWhoseKeyIsEscapedIsStillTheName) {
+  // The reader takes a field as the name by its key as written; an identity reads keys
+  // unescaped, so these two are one annotation.
+  auto result = compact_text(trace_json(with(
+      one_lane_two_streams(),
+      {
+          annotation(0, 7, "0", "10", "fwd"),
+          R"({"ph": "X", "cat": "gpu_user_annotation", "na\u006de": "fwd", "pid": 0, "tid": 8, "ts": 10, "dur": 10, "args": {}})",
+      })));
+  EXPECT_EQ(result.summary.gpu_annotations_coalesced, 1u);
+  EXPECT_EQ(result.summary.gpu_annotations_retained, 1u);
+}
+
 TEST(CoalesceAnnotations, DropsAndStretchesWhatAReferenceGivenEveryIdentityDoes) {
   // Few names, tids and args, short spans on a short timeline: many touch and overlap,
-  // across identities too. Names and args are spelt in several ways per identity, and some
+  // across identities too. Names and args are spelt in several ways per identity (the name's
+  // key too: "na\u006de" is the name to the identity, not to the reader), and some
   // annotations are moved (a new tid or ts) after they were read, as remapping does.
   const std::vector<std::vector<std::string>> args_spellings = {
       {R"({"a": 1})", R"({ "a":1.0 })"},
@@ -265,11 +279,12 @@ TEST(CoalesceAnnotations, DropsAndStretchesWhatAReferenceGivenEveryIdentityDoes)
       m.start = Ns(random() % 60) * 1000;
       m.end = m.start + Ns(random() % 12) * 1000;
       const auto& spellings = args_spellings[size_t(m.args_class)];
-      texts.push_back(
-          "{\"ph\": \"" + std::string(kind == 0 ? "i" : "X") + "\", \"cat\": \"gpu_user_annotation\", \"name\": \"" +
-          spelt + "\", \"pid\": " + std::to_string(m.pid) + ", \"tid\": " + std::to_string(m.final_tid) +
-          ", \"ts\": " + std::to_string(m.start / 1000) + ", \"dur\": " + std::to_string((m.end - m.start) / 1000) +
-          ", \"args\": " + spellings[random() % spellings.size()] + "}");
+      const std::string name_key = random() % 8 == 0 ? "\"na\\u006de\"" : "\"name\"";
+      texts.push_back("{\"ph\": \"" + std::string(kind == 0 ? "i" : "X") + "\", \"cat\": \"gpu_user_annotation\", " +
+                      name_key + ": \"" + spelt + "\", \"pid\": " + std::to_string(m.pid) +
+                      ", \"tid\": " + std::to_string(m.final_tid) + ", \"ts\": " + std::to_string(m.start / 1000) +
+                      ", \"dur\": " + std::to_string((m.end - m.start) / 1000) +
+                      ", \"args\": " + spellings[random() % spellings.size()] + "}");
     }
     Trace trace = parse_trace(trace_json(texts), "random.json");
     ASSERT_EQ(trace.events.size(), count);
