@@ -342,6 +342,7 @@ Trace parse_trace(std::string json, std::string source, const ParseOptions& opti
 
 Trace parse_trace(TextBuffer json, std::string source, const ParseOptions& options, Timings* timings) {
   Trace trace;
+  trace.max_int_tid = INT64_MIN;  // known from here on: none read yet
   trace.source = std::move(source);
   auto storage = std::make_shared<Storage>();
   size_t length = json.size();

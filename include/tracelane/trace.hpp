@@ -277,7 +277,9 @@ struct Trace {
   size_t events_position = 0;  // index in `top` before which traceEvents is written
   bool array_format = false;   // the input was a list of events (JSON Array Format), no object
   std::vector<Event> events;
-  int64_t max_int_tid = INT64_MIN;  // over every event read with an integer tid (TrackTids relies on it)
+  // The largest integer tid among the events read (INT64_MIN: none), which TrackTids
+  // relies on. INT64_MAX in a Trace not made by parse_trace: not known.
+  int64_t max_int_tid = INT64_MAX;
 
   // Storage the string_views above point into.
   std::shared_ptr<void> storage;

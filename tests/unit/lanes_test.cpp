@@ -243,6 +243,26 @@ TEST(CompactLanes, ATidTheTraceAlreadyUsesIsNeverHandedOut) {
   EXPECT_EQ(Output::int_of(out.one("mm"), "tid"), 1000000010);
 }
 
+TEST(CompactLanes, ATraceWhoseLargestTidIsNotKnownHasItsTidsRead) {
+  // compact_trace skips reading the events' tids when the parser's largest one is below
+  // the first track tid. A Trace not made by parse_trace does not know it: its tids are
+  // read, and Compute 2's aligned tid, which a CPU thread has, is not handed out.
+  Trace trace =
+      parse_trace(trace_json({
+                      R"({"ph": "X", "cat": "cpu_op", "name": "mm", "pid": 100, "tid": 1000000010, "ts": 1, "dur": 1})",
+                      kernel(0, 7, "10", "5", "gemm"),
+                      kernel(0, 8, "12", "5", "gemm"),
+                  }),
+                  "made.json");
+  ASSERT_EQ(trace.max_int_tid, 1000000010);
+  trace.max_int_tid = Trace().max_int_tid;
+  CompactedTrace result = compact_trace(std::move(trace), {});
+  ASSERT_EQ(result.lanes.size(), 2u);
+  EXPECT_EQ(result.lanes[0].tid, lane_tid("compute", 0));
+  EXPECT_NE(result.lanes[1].tid, 1000000010);
+  EXPECT_EQ(result.summary.lane_tids_unaligned, 1u);
+}
+
 TEST(CompactLanes, ASummaryWithEveryTrackAlignedHasNoUnalignedKey) {
   auto result = compact_text(trace_json({kernel(0, 7, "10", "5")}));
   EXPECT_EQ(compaction_summary(result.summary, true).dump().find("lane_tids_unaligned"), std::string::npos);
