@@ -67,7 +67,7 @@ std::string_view written_time(const Event& event, Field field, std::string& buff
   bool changed = (event.changed >> field) & 1;
   if (!changed) return event.value_text(field);
   buffer.clear();
-  append_ns_as_us(buffer, field == kTs ? event.new_ts : event.new_dur);
+  append_ns_as_us(buffer, field == kTs ? event.final_ts() : event.final_dur());
   return buffer;
 }
 
@@ -209,7 +209,10 @@ void add_lane_metadata(Compaction& c) {
   std::vector<FirstTs> firsts = gather_ranges<FirstTs>(listed.size(), [&](size_t begin, size_t end, FirstTs& part) {
     for (size_t k = begin; k < end; ++k) {
       const Event& event = trace.events[listed[k]];
-      if (event.ph == "M" && event.pid.is_int() && event.ts.numeric) part.try_emplace(event.pid.value, event.ts.ns);
+      // The pid and ts read: in a merge, lanes still have the pids read, and the times
+      // have moved by the rank's offset.
+      if (event.ph == "M" && event.pid.is_int() && event.ts.numeric)
+        part.try_emplace(event.original_int(kPid), event.original_ns(kTs));
     }
   });
   FirstTs metadata_ts;
@@ -259,8 +262,8 @@ void rebuild_annotation_tracks(CompactedTrace& compacted) {
   for (Event& event : trace.events) {
     if (event.lane_metadata) event.dropped = true;
     if (event.dropped || !((event.changed >> kTid) & 1)) continue;
-    auto it = main_of.find(event.new_tid);
-    if (it != main_of.end()) event.new_tid = it->second;
+    auto it = main_of.find(event.final_tid());
+    if (it != main_of.end()) event.set_tid(it->second);
   }
   std::vector<PidTracks> old_tracks = std::move(compacted.pid_tracks);
   compacted.summary.annotation_subtracks = 0;

@@ -225,7 +225,7 @@ bool is_annotation_span(const Event& event) {
 // a new one's text.
 std::string_view tid_key(const Event& event, std::array<char, 24>& digits) {
   if (!((event.changed >> kTid) & 1)) return event.id_text(kTid);
-  const auto [end, error] = std::to_chars(digits.data(), digits.data() + digits.size(), event.new_tid);
+  const auto [end, error] = std::to_chars(digits.data(), digits.data() + digits.size(), event.final_tid());
   return {digits.data(), size_t(end - digits.data())};
 }
 
@@ -285,10 +285,7 @@ size_t chain_group(Trace& trace, std::vector<uint32_t>& members) {
       ++removed;
       ++next;
     }
-    if (next > k + 1 && end - start != head.final_dur()) {
-      head.new_dur = end - start;
-      head.changed |= 1u << kDur;
-    }
+    if (next > k + 1 && end - start != head.final_dur()) head.set_dur(end - start);
     k = next;
   }
   return removed;

@@ -501,7 +501,7 @@ void validate(Compaction& c) {
         throw Error(where(trace, i) + ": validation: a measured slice changed more than its placement");
       if (!((event.changed >> kTid) & 1))
         throw Error(where(trace, i) + ": validation: a measured slice was not placed on a lane");
-      part.push_back({event.new_tid, event.final_ts(), event.final_ts() + event.final_dur()});
+      part.push_back({event.final_tid(), event.final_ts(), event.final_ts() + event.final_dur()});
     }
   });
   size_t count = 0;

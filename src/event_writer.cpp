@@ -91,10 +91,10 @@ void append_event(std::string& out, const Event& event, std::string_view name_pr
     std::string_view old_text = event.raw.substr(cut.offset, cut.length);
     switch (cut.field) {
       case kPid:
-        out += std::to_string(event.new_pid);
+        out += std::to_string(event.final_pid());
         break;
       case kTid:
-        out += std::to_string(event.new_tid);
+        out += std::to_string(event.final_tid());
         break;
       case kStream:  // Event::put_back_recorded_stream
         if (event.original_stream_text().empty())
@@ -103,13 +103,13 @@ void append_event(std::string& out, const Event& event, std::string_view name_pr
         out += event.original_stream_text();
         break;
       case kId:
-        out += std::to_string(event.new_id);
+        out += std::to_string(event.final_id());
         break;
       case kTs:
-        append_ns_as_us(out, event.new_ts);
+        append_ns_as_us(out, event.final_ts());
         break;
       case kDur:
-        append_ns_as_us(out, event.new_dur);
+        append_ns_as_us(out, event.final_dur());
         break;
       case kArgName:
         out.push_back('"');

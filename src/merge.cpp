@@ -244,23 +244,18 @@ void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
     }
     if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") && event.has_span(kArgName))
       event.name_prefixed = true;
-    if (event.pid.is_int()) {
-      event.new_pid = new_pid.at(event.pid.value);
-      event.changed |= 1u << kPid;
-    }
+    if (event.pid.is_int()) event.set_pid(new_pid.at(event.original_int(kPid)));
     if (rank.offset_ns && event.ts.numeric && event.has_span(kTs)) {
-      event.new_ts = event.final_ts() + rank.offset_ns;  // both within kMaxTimeNs: no overflow
-      if (event.new_ts > kMaxTimeNs)
+      event.set_ts(event.final_ts() + rank.offset_ns);  // both within kMaxTimeNs: no overflow
+      if (event.final_ts() > kMaxTimeNs)
         throw Error(trace.source + ": event #" + std::to_string(&event - trace.events.data()) +
                     ": ts moved by the clock offset beyond " + std::to_string(kMaxTimeNs / 1000) + " us");
-      event.changed |= 1u << kTs;
     }
     if (event.is_flow() && event.id.present()) {
       std::string_view text = event.id_text(kId);
       auto it = new_id.find(text);
       if (it == new_id.end()) it = new_id.emplace(text, m.flow_ids.id(rank.pp_rank, new_id.size())).first;
-      event.new_id = it->second;
-      event.changed |= 1u << kId;
+      event.set_id(it->second);
     }
   }
 }
@@ -270,7 +265,7 @@ void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
 void check_slices_moved_by_offset(const MergeRank& rank) {
   for (const Event& event : rank.trace().events) {
     if (!is_measured_cat(event.cat) || event.dropped) continue;
-    if (event.final_ts() != event.ts.ns + rank.offset_ns || (event.changed & (1u << kDur)))
+    if (event.final_ts() != event.original_ns(kTs) + rank.offset_ns || (event.changed & (1u << kDur)))
       throw Error(rank.input->name + ": validation: merge moved a measured slice by other than its rank offset");
   }
 }
@@ -284,8 +279,7 @@ void move_rank(Merge& m, MergeRank& rank, const PidMap& new_pid) {
   if (rank.offset_ns) rebuild_annotation_tracks(compacted);
   for (Event& event : compacted.trace.events) {
     if (event.pid.is_int() && !((event.changed >> kPid) & 1)) {  // metadata made by the rebuild
-      event.new_pid = new_pid.at(event.pid.value);
-      event.changed |= 1u << kPid;
+      event.set_pid(new_pid.at(event.pid.value));
     }
     if (event.lane_metadata && event.ph == "M" && event.name == "thread_name") event.name_prefixed = true;
   }

@@ -370,10 +370,8 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
     for (size_t i = begin; i < end; ++i) {
       const Event& event = events[i];
       if (!event.is_flow() || event.dropped || !event.id.present()) continue;
-      if (event.changed & (1u << kId)) {
-        if (event.new_id >= lowest) part.push_back(event.new_id);
-      } else if (event.id.is_int()) {
-        if (event.id.value >= lowest) part.push_back(event.id.value);
+      if ((event.changed & (1u << kId)) || event.id.is_int()) {
+        if (event.final_id() >= lowest) part.push_back(event.final_id());
       } else {
         add_id_readings(event.id_text(kId), lowest, part);
       }

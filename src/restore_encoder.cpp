@@ -171,7 +171,7 @@ class RecordEncoder {
       values_.push_back(char(kUnprefixed));
       return;
     }
-    if (f == kTs && event.ts.numeric && ns_as_us(event.new_ts - source_.offset_ns) == original) {
+    if (f == kTs && event.ts.numeric && ns_as_us(event.final_ts() - source_.offset_ns) == original) {
       values_.push_back(char(kShifted));
       return;
     }
@@ -180,7 +180,7 @@ class RecordEncoder {
       int decimals = 0;
       if (as_decimal(original, mantissa, decimals) && decimals <= 3 && decimal_text(mantissa, decimals) == original) {
         int64_t ns = mantissa * kPowersOfTen[3 - decimals];
-        int64_t now = f == kTs ? event.new_ts - source_.offset_ns : event.new_dur;
+        int64_t now = f == kTs ? event.final_ts() - source_.offset_ns : event.final_dur();
         values_.push_back(char(kNearTime));
         values_.push_back(char(decimals));
         put_varint(values_, zigzag(int64_t(uint64_t(ns) - uint64_t(now))));
@@ -192,7 +192,7 @@ class RecordEncoder {
       return;
     }
     if (f == kPid || f == kTid || f == kId || f == kStream) {
-      int64_t now = f == kPid ? event.new_pid : f == kId ? event.new_id : event.new_tid;
+      int64_t now = f == kPid ? event.final_pid() : f == kId ? event.final_id() : event.final_tid();
       // The value as written (the restorer keys by it): a put-back args.stream is
       // args.original_stream's integer.
       if (f == kStream && !parse_json_int(event.original_stream_text(), now))

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 
+#include "tracelane/decimal_time.hpp"
 #include "tracelane/trace.hpp"
 
 namespace tracelane {
@@ -30,6 +31,23 @@ const EventSpans* Event::far_spans_record(const EventSpans& spans) {
   static std::deque<EventSpans> records;
   std::lock_guard<std::mutex> lock(mutex);
   return &records.emplace_back(spans);
+}
+
+int64_t Event::original_int(Field field) const {
+  const Id& which = field == kPid ? pid : field == kTid ? tid : id;
+  if (!((changed >> field) & 1)) return which.value;
+  int64_t value = 0;
+  if (!parse_json_int(value_text(field), value))
+    throw Error("internal error: a changed integer's text does not read as one");
+  return value;
+}
+
+Ns Event::original_ns(Field field) const {
+  const Time& which = field == kTs ? ts : dur;
+  if (!((changed >> field) & 1)) return which.ns;
+  Ns value = 0;
+  if (!parse_us_as_ns(value_text(field), value)) throw Error("internal error: a changed time's text does not read as one");
+  return value;
 }
 
 }  // namespace tracelane

@@ -145,11 +145,10 @@ struct Event {
   Text ph, cat, name;  // unescaped
   Text arg_name;       // args.name unescaped, when a string
 
-  // What compaction or merge changed: new values, written in place of the ones read. Each
-  // bit of `changed` says one field's value is replaced when the event is written.
-  int64_t new_pid = 0, new_tid = 0, new_id = 0;
-  Ns new_ts = 0, new_dur = 0;
-
+  // pid, tid, id, ts and dur hold the values the event is written with. Each bit of
+  // `changed` says one field's value is new (set_tid() and the like): it is written in
+  // place of the text read, which keeps the value read (original_int(), original_ns()).
+  // New values are held in place, not beside the old: a trace holds millions of Events.
   Id pid, tid, id, stream;  // stream is args.stream
   Time ts, dur;
   // Where each field's value sits in raw, and then args.original_stream's: span(),
@@ -216,17 +215,42 @@ struct Event {
   bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
   // Places the event on track `lane_tid`; args.stream stays as it is (SPEC 9.14).
   void set_tid(int64_t lane_tid) {
-    new_tid = lane_tid;
+    tid.value = lane_tid;
     changed |= 1u << kTid;
+  }
+  // Gives pid or a flow's id a new integer (merge), written in place of the text read.
+  void set_pid(int64_t value) {
+    pid.value = value;
+    changed |= 1u << kPid;
+  }
+  void set_id(int64_t value) {
+    id.value = value;
+    changed |= 1u << kId;
+  }
+  // Gives ts or dur a new time (merge, coalescing), written in place of the text read.
+  void set_ts(Ns value) {
+    ts.ns = value;
+    changed |= 1u << kTs;
+  }
+  void set_dur(Ns value) {
+    dur.ns = value;
+    changed |= 1u << kDur;
   }
   // args.stream is written as args.original_stream's text: the stream a PyTorch-laned
   // slice ran on, put back where its exporter wrote the lane (SPEC 9.8). Needs
   // original_stream_text().
   void put_back_recorded_stream() { changed |= 1u << kStream; }
-  int64_t final_tid() const { return (changed >> kTid) & 1 ? new_tid : int64_t(tid.value); }
-  int64_t final_pid() const { return (changed >> kPid) & 1 ? new_pid : int64_t(pid.value); }
-  Ns final_ts() const { return (changed >> kTs) & 1 ? new_ts : Ns(ts.ns); }
-  Ns final_dur() const { return (changed >> kDur) & 1 ? new_dur : Ns(dur.ns); }
+  // The values written: the new one where changed, else the one read.
+  int64_t final_tid() const { return tid.value; }
+  int64_t final_pid() const { return pid.value; }
+  int64_t final_id() const { return id.value; }
+  Ns final_ts() const { return ts.ns; }
+  Ns final_dur() const { return dur.ns; }
+  // The integer read as pid, tid or id (Id::is_int), even after a change: read again from
+  // the text when changed.
+  int64_t original_int(Field field) const;
+  // The time read as ts or dur (Time::numeric), even after a change.
+  Ns original_ns(Field field) const;
 
  private:
   const EventSpans& far_record() const {
@@ -244,7 +268,7 @@ inline void prefetch(std::string_view text) { __builtin_prefetch(text.data()); }
 inline constexpr size_t kPrefetchAhead = 16;  // events
 
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
-static_assert(sizeof(Event) <= 168, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Event) <= 128, "Event grew: a 2 GB trace holds about 7 M of them");
 static_assert(sizeof(Text) == 8);
 
 // A top-level key of the trace object other than traceEvents, with its raw value.

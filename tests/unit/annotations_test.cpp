@@ -292,15 +292,13 @@ TEST(CoalesceAnnotations, DropsAndStretchesWhatAReferenceGivenEveryIdentityDoes)
       Event& event = trace.events[i];
       if (random() % 4 == 0) {  // moved to a tid that the text may or may not spell alike
         made[i].final_tid = 7 + int(random() % 2);
-        event.new_tid = made[i].final_tid;
-        event.changed |= 1u << kTid;
+        event.set_tid(made[i].final_tid);
       }
       if (random() % 4 == 0) {  // shifted
         const Ns dur = made[i].end - made[i].start;
         made[i].start = Ns(random() % 60) * 1000;
         made[i].end = made[i].start + dur;
-        event.new_ts = made[i].start;
-        event.changed |= 1u << kTs;
+        event.set_ts(made[i].start);
       }
     }
     const auto [dropped, dur] = reference_coalescing(made);

@@ -150,8 +150,7 @@ TEST(EventSpans, TheWriterReplacesALongValueAndNothingAroundIt) {
   std::string pid_text, tid_text, name_text;
   Trace trace = parse_trace(trace_with_long_values(pid_text, tid_text, name_text), "long.json");
   Event event = trace.events[0];
-  event.new_pid = 5;
-  event.changed |= 1u << kPid;
+  event.set_pid(5);
   event.set_tid(7);
   std::string out;
   append_event(out, event);
