@@ -46,7 +46,8 @@ Ns Event::original_ns(Field field) const {
   const Time& which = field == kTs ? ts : dur;
   if (!((changed >> field) & 1)) return which.ns;
   Ns value = 0;
-  if (!parse_us_as_ns(value_text(field), value)) throw Error("internal error: a changed time's text does not read as one");
+  if (!parse_us_as_ns(value_text(field), value))
+    throw Error("internal error: a changed time's text does not read as one");
   return value;
 }
 
