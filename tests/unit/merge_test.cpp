@@ -141,6 +141,29 @@ TEST(MergeRanks, EventsMoveByTheirRanksBaseTimeOffset) {
   EXPECT_EQ(Output::number_of(merge_key["time_offsets_us"], "1"), 0);
 }
 
+TEST(MergeRanks, ALanesMetadataTsIsItsPidsFirstMetadataTsAsRead) {
+  // Rank 0 moves by +3.5 µs. Its GPU pid's process_name moves with it, but the lanes'
+  // metadata events take the ts that process_name was read with (section 9.14), as they
+  // did before the merge moved it.
+  std::vector<std::string> rank0 = {
+      R"({"name": "process_name", "ph": "M", "ts": 2, "pid": 0, "tid": 0, "args": {"name": "GPU 0"}})",
+      kernel(0, 7, "10", "5", "k_0"),
+  };
+  auto result = merge({{"rank0_trace.json", rank_trace(0, 1003500, rank0)},
+                       {"rank1_trace.json", rank_trace(1, 1000000, small_rank(1))}});
+  Output out(result.json);
+  int64_t gpu_pid = Output::int_of(out.one("k_0"), "pid");
+  EXPECT_TRUE(out.contains(R"("name": "process_name", "ph": "M", "ts": 5.5,)"));
+  size_t lane_metadata = 0;
+  for (auto e : out.with_ph("M")) {
+    std::string name = Output::string_of(e, "name");
+    if (Output::int_of(e, "pid") != gpu_pid || (name != "thread_name" && name != "thread_sort_index")) continue;
+    ++lane_metadata;
+    EXPECT_EQ(Output::number_of(e, "ts"), 2) << name << " on tid " << Output::int_of(e, "tid");
+  }
+  EXPECT_GE(lane_metadata, 2u);
+}
+
 TEST(MergeRanks, WithoutBaseTimesTheMergeUsesAbsoluteTimestamps) {
   auto result = merge({{"rank0_trace.json", rank_trace(0, std::nullopt, small_rank(0))},
                        {"rank1_trace.json", rank_trace(1, std::nullopt, {kernel(0, 7, "10.125", "5", "k_1")})}});
