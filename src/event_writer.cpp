@@ -131,7 +131,7 @@ void set_top_level(Trace& trace, const std::string& key, std::string raw_value) 
   TopLevelField field;
   std::string quoted;
   append_json_string(quoted, key);
-  field.key_raw = trace.keep(std::move(quoted));
+  field.key_raw = trace.keep(quoted);
   field.key = key;
   field.replacement = std::move(raw_value);
   trace.top.push_back(std::move(field));
@@ -180,7 +180,7 @@ EventBuilder& EventBuilder::args_name(std::string_view label) {
 Event EventBuilder::finish(Trace& owner) {
   text_ += "}";
   Event event;
-  event.raw = owner.keep(std::move(text_));
+  event.raw = owner.keep(text_);
   EventSpans spans;
   spans.fields = spans_;
   event.set_spans(spans);

@@ -288,11 +288,26 @@ struct Trace {
   Trace(Trace&&) noexcept = default;
   Trace& operator=(Trace&&) noexcept = default;
 
-  // Keeps `text` alive as long as the trace and returns a view of it.
-  std::string_view keep(std::string text) {
-    arena.push_back(std::make_unique<std::string>(std::move(text)));
-    return *arena.back();
+  // Keeps a copy of `text` as long as the trace and returns a view of it. Copies share
+  // blocks of kKeptBlock bytes: a trace gains tens of thousands of made events (kernel-run
+  // spans, PP arrows), and a string each cost about twice their text (bench/README.md,
+  // "Memory"). A block is appended to only within the capacity it was given, so no view
+  // of it moves; the last block may be any of the arena's (a reader's StringKeeper's too).
+  std::string_view keep(std::string_view text) {
+    if (text.size() > kKeptBlock / 4) {
+      arena.push_back(std::make_unique<std::string>(text));
+      return *arena.back();
+    }
+    if (arena.empty() || arena.back()->capacity() - arena.back()->size() < text.size()) {
+      arena.push_back(std::make_unique<std::string>());
+      arena.back()->reserve(kKeptBlock);
+    }
+    std::string& block = *arena.back();
+    const size_t at = block.size();
+    block.append(text);
+    return std::string_view(block.data() + at, text.size());
   }
+  static constexpr size_t kKeptBlock = size_t(16) << 10;
 
   std::string source;                      // file name used in messages
   std::string_view document;               // the whole text as parsed, for restore data (SPEC 9.12)
