@@ -78,6 +78,26 @@ std::vector<Part> gather_ranges(size_t count, const Work& work) {
   return parts;
 }
 
+// What the ranges of [0, count) pick (pick(k) true), as make(k), in index order, in a
+// vector of exactly their number: each range counts its picks, then writes them at its
+// place, concurrently as for_each_range. A second walk, where parts grown by doubling and
+// then joined held up to three times the result at once (bench/README.md, "Memory").
+template <class T, class Pick, class Make>
+std::vector<T> pick_in_order(size_t count, const Pick& pick, const Make& make) {
+  std::vector<size_t> picked = gather_ranges<size_t>(count, [&](size_t begin, size_t end, size_t& n) {
+    for (size_t k = begin; k < end; ++k) n += pick(k) ? 1 : 0;
+  });
+  std::vector<size_t> first(picked.size() + 1, 0);
+  for (size_t r = 0; r < picked.size(); ++r) first[r + 1] = first[r] + picked[r];
+  std::vector<T> out(first.back());
+  for_each_range(count, [&](size_t r, size_t begin, size_t end) {
+    T* at = out.data() + first[r];
+    for (size_t k = begin; k < end; ++k)
+      if (pick(k)) *at++ = make(k);
+  });
+  return out;
+}
+
 // Merges sorted [a, a_end) and [b, b_end), which hold no item twice (`less` tells any two
 // apart), into `out`, as pieces appended to `merges` to run concurrently: the longer input
 // is cut every events_per_range items, the other where the cut's item would go, so each

@@ -269,6 +269,30 @@ TEST(ParallelPasses, SortDistinctGivesTheStableSortsOrder) {
   }
 }
 
+// pick_in_order gives what one walk picks, in order, whatever the ranges and threads, and
+// holds exactly that many (it exists to hold no more: bench/README.md, "Memory").
+TEST(ParallelPasses, PickInOrderGivesWhatOneWalkPicks) {
+  std::mt19937 random(11);
+  std::vector<int> values(5000);
+  for (int& value : values) value = int(random() % 100);
+  auto pick = [&](size_t k) { return values[k] % 3 == 0; };
+  auto make = [&](size_t k) { return std::pair<size_t, int>(k, values[k]); };
+  std::vector<std::pair<size_t, int>> expected;
+  for (size_t k = 0; k < values.size(); ++k)
+    if (pick(k)) expected.push_back(make(k));
+  for (size_t size : {size_t(1), size_t(7), size_t(1000), size_t(5000), size_t(9999)}) {
+    RangeSize ranges(size);
+    for (int threads : kThreads) {
+      std::vector<std::pair<size_t, int>> picked;
+      tbb::task_arena(threads).execute(
+          [&] { picked = pick_in_order<std::pair<size_t, int>>(values.size(), pick, make); });
+      EXPECT_TRUE(picked == expected) << size << " items a range, " << threads << " threads";
+      EXPECT_EQ(picked.capacity(), expected.size()) << size << " items a range, " << threads << " threads";
+    }
+  }
+  EXPECT_TRUE(pick_in_order<int>(0, pick, [](size_t) { return 1; }).empty());
+}
+
 // PP blocks of one key that start and end together keep the order of their spans: the
 // first such SEND_F0 block is the one the F0 block's arrow goes to (equal distances go to
 // the earlier destination), whichever range read the spans, however many threads.
