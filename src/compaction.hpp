@@ -1,5 +1,5 @@
 // What the compaction passes share (compact.cpp runs them; some live in files of their
-// own: pytorch_lanes.cpp, annotation_tracks.cpp). Private to src/.
+// own: pytorch_lanes.cpp, annotation_tracks.cpp, validate.cpp). Private to src/.
 #pragma once
 
 #include <string>
@@ -83,6 +83,12 @@ inline AnnotationEvents annotation_events(const Compaction& c) {
 // The gpu_user_annotation X spans among `events` (collect_annotation_spans).
 std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace, const AnnotationEvents& events);
 
+// Where event `index` is, for messages: the file, the event's number and its byte.
+inline std::string where(const Trace& trace, size_t index) {
+  return trace.source + ": event #" + std::to_string(index) + " (byte " +
+         std::to_string(trace.byte_offset(trace.events[index])) + ")";
+}
+
 // Which lanes PyTorch's exporter made are kept as they are (SPEC 9.8; pytorch_lanes.cpp).
 void keep_pytorch_lanes(Compaction& c);
 // Splits each annotation track whose spans cross into sub-tracks (SPEC 9.6), and records
@@ -91,5 +97,8 @@ void split_annotation_tracks(Compaction& c);
 // thread_name and thread_sort_index for every lane and annotation track (SPEC 5;
 // annotation_tracks.cpp).
 void add_lane_metadata(Compaction& c);
+// Checks the events exactly as they will be written: the same slices, changed only in
+// their placement, none overlapping on a lane (SPEC 6; validate.cpp).
+void validate(Compaction& c);
 
 }  // namespace tracelane

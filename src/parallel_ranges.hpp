@@ -81,7 +81,7 @@ std::vector<Part> gather_ranges(size_t count, const Work& work) {
 // What the ranges of [0, count) pick (pick(k) true), as make(k), in index order, in a
 // vector of exactly their number: each range counts its picks, then writes them at its
 // place, concurrently as for_each_range. A second walk, where parts grown by doubling and
-// then joined held up to three times the result at once (bench/README.md, "Memory").
+// then joined held up to three times the result at once (bench/README.md, "Event records and the memory peak").
 template <class T, class Pick, class Make>
 std::vector<T> pick_in_order(size_t count, const Pick& pick, const Make& make) {
   std::vector<size_t> picked = gather_ranges<size_t>(count, [&](size_t begin, size_t end, size_t& n) {
