@@ -291,8 +291,9 @@ struct Trace {
   // Keeps a copy of `text` as long as the trace and returns a view of it. Copies share
   // blocks of kKeptBlock bytes: a trace gains tens of thousands of made events (kernel-run
   // spans, PP arrows), and a string each cost about twice their text (bench/README.md,
-  // "Memory"). A block is appended to only within the capacity it was given, so no view
-  // of it moves; the last block may be any of the arena's (a reader's StringKeeper's too).
+  // "Event records and the memory peak"). A block is appended to only within the capacity
+  // it was given, so no view of it moves; the last block may be any of the arena's (a
+  // reader's StringKeeper's too).
   std::string_view keep(std::string_view text) {
     if (text.size() > kKeptBlock / 4) {
       arena.push_back(std::make_unique<std::string>(text));

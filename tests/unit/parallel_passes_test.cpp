@@ -270,7 +270,7 @@ TEST(ParallelPasses, SortDistinctGivesTheStableSortsOrder) {
 }
 
 // pick_in_order gives what one walk picks, in order, whatever the ranges and threads, and
-// holds exactly that many (it exists to hold no more: bench/README.md, "Memory").
+// holds exactly that many (it exists to hold no more: bench/README.md, "Event records and the memory peak").
 TEST(ParallelPasses, PickInOrderGivesWhatOneWalkPicks) {
   std::mt19937 random(11);
   std::vector<int> values(5000);
