@@ -15,6 +15,7 @@
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <deque>
 #include <numeric>
 
 #include "annotations.hpp"
@@ -436,24 +437,26 @@ struct KernelRun {
 // open: what joins a run across two ranges.
 struct RangeRuns {
   std::vector<KernelRun> runs;
+  std::deque<std::string> unescaped;  // the names of runs whose args.name has escapes
   size_t converted = 0;
   bool starts_with_run = false, ends_open = false;
 };
 
 RangeRuns runs_in(const Trace& trace, const std::vector<uint32_t>& slices, size_t begin, size_t end) {
   RangeRuns found;
+  std::string buffer;  // an args.name with escapes, unescaped
   bool open = false;
   for (size_t k = begin; k < end; ++k) {
     // A lane's slices lie all over traceEvents: each record, then its args.name's text, is
     // asked for ahead.
     if (k + 2 * kPrefetchAhead < end) {
       const Event& ahead = trace.events[slices[k + 2 * kPrefetchAhead]];
-      __builtin_prefetch(&ahead.arg_name);
-      __builtin_prefetch(&ahead.dur);
+      const char* record = reinterpret_cast<const char*>(&ahead);  // up to three cache lines
+      for (size_t at : {size_t(0), sizeof(Event) / 2, sizeof(Event) - 1}) __builtin_prefetch(record + at);
     }
-    if (k + kPrefetchAhead < end) prefetch(trace.events[slices[k + kPrefetchAhead]].arg_name);
+    if (k + kPrefetchAhead < end) prefetch(trace.events[slices[k + kPrefetchAhead]].arg_name_raw());
     const Event& event = trace.events[slices[k]];
-    std::string_view name = event.arg_name;
+    std::string_view name = event.arg_name(buffer);
     if (name.empty()) {
       open = false;
       continue;
@@ -465,6 +468,7 @@ RangeRuns runs_in(const Trace& trace, const std::vector<uint32_t>& slices, size_
       continue;
     }
     if (k == begin) found.starts_with_run = true;
+    if (name.data() == buffer.data()) name = found.unescaped.emplace_back(buffer);
     found.runs.push_back(KernelRun{name, event.arg_name_raw(), start, stop});
     open = true;
   }

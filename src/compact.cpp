@@ -53,8 +53,9 @@ std::string time_range_note(const Event& event, Field field) {
 
 // Legacy Kineto (SPEC 9.4) writes GPU tids as "stream 7" with args.stream 7.
 bool legacy_stream_tid(const Event& event) {
-  if (event.tid.kind != Id::Kind::string || !event.stream.is_int()) return false;
-  std::string expected = "\"stream " + std::to_string(event.stream.value) + "\"";
+  const Id stream = event.stream();
+  if (event.tid.kind != Id::Kind::string || !stream.is_int()) return false;
+  std::string expected = "\"stream " + std::to_string(stream.value) + "\"";
   return event.id_text(kTid) == expected;
 }
 
@@ -79,8 +80,9 @@ void check_measured_slice(const Trace& trace, size_t i, bool own_output) {
     throw Error(where(trace, i) + ": " + cat + " slice has no numeric ts" + time_range_note(event, kTs));
   if (!event.dur.present || !event.dur.numeric)
     throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
-  if (!event.stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
-  bool same = event.tid.is_int() ? (event.stream.is_int() && (own_output || event.tid.value == event.stream.value))
+  const Id stream = event.stream();
+  if (!stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
+  bool same = event.tid.is_int() ? (stream.is_int() && (own_output || event.tid.value == stream.value))
                                  : legacy_stream_tid(event);
   if (!same)
     throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.id_text(kTid)) +
@@ -91,8 +93,9 @@ void check_measured_slice(const Trace& trace, size_t i, bool own_output) {
 // A cuda_sync slice that can sit on a measured slice's stream (SPEC 9.3), if there is one.
 bool sync_slice_candidate(const Event& event) {
   if (event.cat != "cuda_sync" || event.ph != "X") return false;
-  if (!event.pid.is_int() || !event.tid.is_int() || !event.stream.is_int()) return false;
-  if (event.tid.value != event.stream.value) return false;
+  if (!event.pid.is_int() || !event.tid.is_int()) return false;
+  const Id stream = event.stream();
+  if (!stream.is_int() || event.tid.value != stream.value) return false;
   return event.ts.numeric && event.dur.numeric && event.dur.ns >= 0;
 }
 

@@ -65,6 +65,9 @@ Text static_ph(Text ph) {
   return text.size() == 1 ? Text(std::string_view(&kBytes[uint8_t(text[0])], 1)) : ph;
 }
 
+// The nesting level of an event's fields: the document 1, traceEvents 2, the event 3.
+constexpr size_t kFieldLevel = 4;
+
 }  // namespace
 
 bool EventReader::read(od::value& value, Event& event, size_t index, od::document& doc) {
@@ -74,7 +77,6 @@ bool EventReader::read(od::value& value, Event& event, size_t index, od::documen
   const char* begin = nullptr;
   std::array<std::string_view, kFieldCount> tokens{};
   std::string_view original_stream;  // args.original_stream's text, when an integer
-  constexpr size_t kFieldLevel = 4;  // the document 1, traceEvents 2, the event 3
   for (auto field_result : object) {
     // The field and its value are used where the loop made them, not copied out: a copy
     // of an iterator just written (a 16-byte load of two smaller stores) stalls on
@@ -107,37 +109,7 @@ bool EventReader::read(od::value& value, Event& event, size_t index, od::documen
     } else if (key == "dur") {
       read_time(v, event.dur, tokens[kDur], kFieldLevel);
     } else if (key == "args") {
-      od::json_type type;
-      if (auto error = v.type().get(type)) check_.fail_json(error);
-      if (type != od::json_type::object) {
-        check_.check_value(v, kFieldLevel);
-        continue;
-      }
-      od::object args;
-      if (auto error = v.get_object().get(args)) check_.fail_json(error);
-      event.has_args = true;
-      for (auto arg_result : args) {
-        if (auto error = arg_result.error()) check_.fail_json(error);
-        od::field& arg = arg_result.value_unsafe();
-        od::raw_json_string arg_key = arg.key();
-        check_.check_key(arg_key);
-        od::value& arg_value = arg.value();
-        if (arg_key == "stream") {
-          read_id(arg_value, event.stream, tokens[kStream], kFieldLevel + 1);
-        } else if (arg_key == "name") {
-          std::string_view raw = trim_right(arg_value.raw_json_token());
-          if (!raw.empty() && raw[0] == '"') tokens[kArgName] = raw;
-          read_string(arg_value, event.arg_name, kFieldLevel + 1);
-        } else {
-          if (arg_key == "original_stream") {
-            event.has_original_stream = true;
-            std::string_view raw = trim_right(arg_value.raw_json_token());
-            int64_t stream_value = 0;
-            if (parse_json_int(raw, stream_value)) original_stream = raw;
-          }
-          check_.check_value(arg_value, kFieldLevel + 1);
-        }
-      }
+      read_args(v, event, tokens, original_stream);
     } else {
       check_.check_value(v, kFieldLevel);
     }
@@ -166,6 +138,49 @@ bool EventReader::read(od::value& value, Event& event, size_t index, od::documen
     spans.original_stream = Span{uint32_t(original_stream.data() - begin), uint32_t(original_stream.size())};
   event.set_spans(spans);
   return true;
+}
+
+// The fields of args the event keeps: stream, name and original_stream (SPEC 9.8); the
+// others are checked and passed over.
+void EventReader::read_args(od::value& v, Event& event, std::array<std::string_view, kFieldCount>& tokens,
+                            std::string_view& original_stream) {
+  od::json_type type;
+  if (auto error = v.type().get(type)) check_.fail_json(error);
+  if (type != od::json_type::object) {
+    check_.check_value(v, kFieldLevel);
+    return;
+  }
+  od::object args;
+  if (auto error = v.get_object().get(args)) check_.fail_json(error);
+  event.has_args = true;
+  for (auto arg_result : args) {
+    if (auto error = arg_result.error()) check_.fail_json(error);
+    od::field& arg = arg_result.value_unsafe();
+    od::raw_json_string arg_key = arg.key();
+    check_.check_key(arg_key);
+    od::value& arg_value = arg.value();
+    if (arg_key == "stream") {
+      Id stream;  // read for its checks and its text: Event::stream() reads it again
+      read_id(arg_value, stream, tokens[kStream], kFieldLevel + 1);
+    } else if (arg_key == "name") {
+      // Kept as its text (Event::arg_name); one with escapes is checked here.
+      std::string_view raw = trim_right(arg_value.raw_json_token());
+      if (!raw.empty() && raw[0] == '"') {
+        tokens[kArgName] = raw;
+        if (raw.find('\\') != std::string_view::npos) check_.check_string(raw);
+      } else {
+        check_.check_value(arg_value, kFieldLevel + 1);
+      }
+    } else {
+      if (arg_key == "original_stream") {
+        event.has_original_stream = true;
+        std::string_view raw = trim_right(arg_value.raw_json_token());
+        int64_t stream_value = 0;
+        if (parse_json_int(raw, stream_value)) original_stream = raw;
+      }
+      check_.check_value(arg_value, kFieldLevel + 1);
+    }
+  }
 }
 
 void EventReader::read_string(od::value& v, Text& out, size_t level) {

@@ -61,6 +61,8 @@ class EventReader {
   GrammarCheck& check() { return check_; }
 
  private:
+  void read_args(simdjson::ondemand::value& v, Event& event, std::array<std::string_view, kFieldCount>& tokens,
+                 std::string_view& original_stream);
   void read_string(simdjson::ondemand::value& v, Text& out, size_t level);
   void read_id(simdjson::ondemand::value& v, Id& id, std::string_view& token, size_t level);
   void read_time(simdjson::ondemand::value& v, Time& time, std::string_view& token, size_t level);

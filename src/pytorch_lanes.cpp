@@ -18,7 +18,8 @@ std::unordered_map<uint32_t, std::string> thread_names(const Trace& trace, const
     const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
     if (!stream) continue;
     uint32_t s = uint32_t(stream - set.streams.data());
-    if (wanted[s] && event.has_span(kArgName)) names[s] = std::string(event.arg_name.view());
+    std::string buffer;
+    if (wanted[s] && event.has_span(kArgName)) names[s] = std::string(event.arg_name(buffer));
   }
   return names;
 }

@@ -34,8 +34,8 @@ constexpr size_t kRebuiltPieceBytes = size_t(4) << 20;
 constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // The id a replaced pid/tid/id/stream value has in the output.
-const Id& id_of(const Event& event, int field) {
-  return field == kPid ? event.pid : field == kTid ? event.tid : field == kId ? event.id : event.stream;
+Id id_of(const Event& event, int field) {
+  return field == kPid ? event.pid : field == kTid ? event.tid : field == kId ? event.id : event.stream();
 }
 
 // The restore data of an output: the member `, "tracelane_restore": [...]` that
@@ -221,7 +221,7 @@ class Rebuilder {
       replaced[f] = decode_value(event, f, code, mask, replaced, shifted, values);
       if (f == kTid) remember_tid(recent_tids_, replaced[f]);
       if ((f == kPid || f == kTid || f == kId || f == kStream) && code != kAsTid && code != kPrevious) {
-        const Id& id = id_of(event, f);
+        const Id id = id_of(event, f);
         if (id.is_int()) last_text_[f][id.value] = replaced[f];
       }
     }
@@ -271,7 +271,7 @@ class Rebuilder {
       case kLiteral:
         return values.text();
       case kPrevious: {
-        const Id& id = id_of(event, f);
+        const Id id = id_of(event, f);
         auto it =
             id.is_int() && f != kTs && f != kDur && f != kArgName ? last_text_[f].find(id.value) : last_text_[f].end();
         if (it == last_text_[f].end()) values.fail("a value refers to one not seen before");

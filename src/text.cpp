@@ -4,6 +4,8 @@
 #include <mutex>
 #include <string>
 
+#include <simdjson.h>
+
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/trace.hpp"
 
@@ -31,6 +33,28 @@ const EventSpans* Event::far_spans_record(const EventSpans& spans) {
   static std::deque<EventSpans> records;
   std::lock_guard<std::mutex> lock(mutex);
   return &records.emplace_back(spans);
+}
+
+Id Event::stream() const {
+  const std::string_view text = id_text(kStream);
+  if (text.empty()) return Id{};
+  int64_t value = 0;
+  if (text[0] == '"') return Id{Id::Kind::string, 0};
+  if (parse_json_int(text, value)) return Id{Id::Kind::integer, value};
+  return Id{Id::Kind::other, 0};
+}
+
+std::string_view Event::arg_name(std::string& buffer) const {
+  const std::string_view quoted = arg_name_raw();
+  if (quoted.size() < 2) return {};
+  const std::string_view inner = quoted.substr(1, quoted.size() - 2);
+  if (inner.find('\\') == std::string_view::npos) return inner;
+  // Rare: a DOM parse of the string alone (the reader has checked its grammar).
+  thread_local simdjson::dom::parser parser;
+  std::string_view unescaped;
+  if (parser.parse(simdjson::padded_string(quoted)).get_string().get(unescaped) != simdjson::SUCCESS) return inner;
+  buffer.assign(unescaped);
+  return buffer;
 }
 
 int64_t Event::original_int(Field field) const {

@@ -143,13 +143,12 @@ struct EventSpans {
 struct Event {
   Text raw;            // "{...}" exactly as read (or as synthesised)
   Text ph, cat, name;  // unescaped
-  Text arg_name;       // args.name unescaped, when a string
 
   // pid, tid, id, ts and dur hold the values the event is written with. Each bit of
   // `changed` says one field's value is new (set_tid() and the like): it is written in
   // place of the text read, which keeps the value read (original_int(), original_ns()).
   // New values are held in place, not beside the old: a trace holds millions of Events.
-  Id pid, tid, id, stream;  // stream is args.stream
+  Id pid, tid, id;
   Time ts, dur;
   // Where each field's value sits in raw, and then args.original_stream's: span(),
   // set_spans(), original_stream_text(), not read directly. With far_spans, the first 8
@@ -199,11 +198,20 @@ struct Event {
   // The text of pid, tid, id or args.stream as read (strings with their quotes); empty
   // when absent, and for events tracelane made (their ids are not read back).
   std::string_view id_text(Field field) const {
-    const Id& which = field == kPid ? pid : field == kTid ? tid : field == kId ? id : stream;
-    return which.present() && !synthesised ? value_text(field) : std::string_view();
+    if (synthesised) return {};
+    if (field == kStream) return value_text(kStream);
+    const Id& which = field == kPid ? pid : field == kTid ? tid : id;
+    return which.present() ? value_text(field) : std::string_view();
   }
+  // args.stream as read, from its text (id_text(kStream)): held by no event, as only the
+  // measured slices' is ever read, and a trace holds millions of events.
+  Id stream() const;
   // args.name as written, with its quotes, when it is a string read from the input.
   std::string_view arg_name_raw() const { return synthesised ? std::string_view() : value_text(kArgName); }
+  // args.name unescaped, when it is a string read from the input, else empty: its text
+  // between the quotes, or, where that holds a backslash, the string it spells, made in
+  // `buffer` (a text as "\ud800", which JSON allows and no string is, stays as written).
+  std::string_view arg_name(std::string& buffer) const;
 
   // The text of args.original_stream when it is an integer, else empty.
   std::string_view original_stream_text() const {
@@ -268,7 +276,7 @@ inline void prefetch(std::string_view text) { __builtin_prefetch(text.data()); }
 inline constexpr size_t kPrefetchAhead = 16;  // events
 
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
-static_assert(sizeof(Event) <= 128, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Event) <= 112, "Event grew: a 2 GB trace holds about 7 M of them");
 static_assert(sizeof(Text) == 8);
 
 // A top-level key of the trace object other than traceEvents, with its raw value.

@@ -445,6 +445,30 @@ TEST(KernelAnnotations, ANameWithEscapesIsCopiedAsValidJson) {
   EXPECT_EQ(Output::string_of(spans[0], "cat"), "gpu_user_annotation");
 }
 
+// A run is of one name as JSON reads it, however its args.name is spelled: "fw\u0064" is
+// "fwd". Names with escapes are unescaped when read (Event::arg_name), in any range.
+TEST(KernelAnnotations, ANameSpelledWithEscapesIsTheNameItSpells) {
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10", "k1", R"("name": "fw\u0064")"),
+      kernel(0, 7, "10", "10", "k2", R"("name": "fwd")"),
+      kernel(0, 7, "20", "10", "k3", R"("name": "b\u0077d")"),
+      kernel(0, 7, "30", "10", "k4", R"("name": "bw\u0064")"),
+      kernel(0, 7, "40", "10", "k5", R"("name": "x\u0041")"),  // two runs, each name unescaped
+      kernel(0, 7, "50", "10", "k6", R"("name": "y\u0042")"),
+  }));
+  EXPECT_EQ(result.summary.kernel_annotations_converted, 6u);
+  EXPECT_EQ(result.summary.kernel_annotation_blocks, 4u);
+  Output out(write_compacted(result));
+  ASSERT_EQ(out.named("fwd").size(), 1u);  // the run's span, written with k1's text
+  EXPECT_TRUE(out.contains(R"({"name": "fw\u0064", "cat": "gpu_user_annotation", "ph": "X", "pid": 0, "tid": )" +
+                           std::to_string(annotation_tid("compute")) + R"(, "ts": 0, "dur": 20,)"))
+      << out.text;
+  std::vector<double> bwd_durs;
+  for (auto e : out.named("bwd"))
+    if (Output::string_of(e, "cat") == "gpu_user_annotation") bwd_durs.push_back(Output::number_of(e, "dur"));
+  EXPECT_EQ(bwd_durs, std::vector<double>{20});
+}
+
 // --- lane metadata -------------------------------------------------------------------------
 
 namespace {

@@ -57,10 +57,11 @@ void expect_same_trace(const Trace& a, const Trace& b) {
     expect_same_id(x.pid, y.pid, what + " pid");
     expect_same_id(x.tid, y.tid, what + " tid");
     expect_same_id(x.id, y.id, what + " id");
-    expect_same_id(x.stream, y.stream, what + " stream");
+    expect_same_id(x.stream(), y.stream(), what + " stream");
     expect_same_time(x.ts, y.ts, what + " ts");
     expect_same_time(x.dur, y.dur, what + " dur");
-    EXPECT_EQ(x.arg_name, y.arg_name) << what;
+    std::string x_buffer, y_buffer;
+    EXPECT_EQ(x.arg_name(x_buffer), y.arg_name(y_buffer)) << what;
     EXPECT_EQ(x.arg_name_raw(), y.arg_name_raw()) << what;
     EXPECT_EQ(x.has_args, y.has_args) << what;
     EXPECT_EQ(x.has_original_stream, y.has_original_stream) << what;

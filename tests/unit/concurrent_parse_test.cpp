@@ -63,9 +63,9 @@ std::vector<std::string> describe(const Trace& trace) {
     std::string line = "#" + std::to_string(i) + " raw " + where(trace, e.raw) + " at " +
                        std::to_string(trace.byte_offset(e)) + " ph " + where(trace, e.ph) + " cat " +
                        where(trace, e.cat) + " name " + where(trace, e.name) + " pid " + id(e.pid) + " tid " +
-                       id(e.tid) + " id " + id(e.id) + " stream " + id(e.stream) + " ts " + time(e.ts) + " dur " +
-                       time(e.dur) + " arg_name " + where(trace, e.arg_name) + " args " + std::to_string(e.has_args) +
-                       std::to_string(e.has_original_stream) + " spans";
+                       id(e.tid) + " id " + id(e.id) + " stream " + id(e.stream()) + " ts " + time(e.ts) + " dur " +
+                       time(e.dur) + " arg_name " + where(trace, e.arg_name_raw()) + " args " +
+                       std::to_string(e.has_args) + std::to_string(e.has_original_stream) + " spans";
     for (int f = 0; f < kFieldCount; ++f) {
       const Span span = e.span(Field(f));
       line += " " + std::to_string(span.offset) + "+" + std::to_string(span.length);

@@ -114,6 +114,6 @@ TEST(ParseErrors, AValidTraceParses) {
   EXPECT_EQ(trace.max_int_tid, 7);
   EXPECT_EQ(trace.events[0].ts.ns, 1500);
   EXPECT_EQ(trace.events[0].dur.ns, 2000);
-  EXPECT_EQ(trace.events[0].stream.value, 7);
+  EXPECT_EQ(trace.events[0].stream().value, 7);
   EXPECT_EQ(trace.events[1].cat, "cpu_op");
 }

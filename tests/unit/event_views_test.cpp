@@ -92,7 +92,8 @@ TEST(EventSpans, ValuesOf64KiBOrMoreAreFoundAgainExactly) {
   EXPECT_EQ(event.span(kPid).length, pid_text.size());
   EXPECT_TRUE(event.has_span(kTid));
   EXPECT_FALSE(event.has_span(kId));
-  EXPECT_EQ(event.arg_name.size(), 70000u);
+  std::string buffer;
+  EXPECT_EQ(event.arg_name(buffer).size(), 70000u);
   EXPECT_EQ(event.raw.size(), event.raw.view().size());
   EXPECT_GT(event.raw.size(), 200000u);
 }

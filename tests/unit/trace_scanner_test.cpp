@@ -252,7 +252,7 @@ TEST(GrammarCheck, FieldsTracelaneReadsAreCheckedAsEveryOtherValue) {
   const Event& event = trace.events[0];
   EXPECT_EQ(event.pid.kind, Id::Kind::other);
   EXPECT_EQ(event.tid.kind, Id::Kind::other);
-  EXPECT_EQ(event.stream.kind, Id::Kind::other);
+  EXPECT_EQ(event.stream().kind, Id::Kind::other);
   EXPECT_EQ(event.value_text(kTid), "99999999999999999999");
   EXPECT_TRUE(event.ts.present);
   EXPECT_FALSE(event.ts.numeric);
