@@ -136,7 +136,7 @@ bool EventReader::read(od::value& value, Event& event, size_t index, od::documen
   }
   if (original_stream.data())
     spans.original_stream = Span{uint32_t(original_stream.data() - begin), uint32_t(original_stream.size())};
-  event.set_spans(spans);
+  event.set_spans(spans, [this](std::string_view bytes) { return strings_.keep(bytes); });
   return true;
 }
 

@@ -183,7 +183,7 @@ Event EventBuilder::finish(Trace& owner) {
   event.raw = owner.keep(text_);
   EventSpans spans;
   spans.fields = spans_;
-  event.set_spans(spans);
+  event.set_spans(spans, [&owner](std::string_view bytes) { return owner.keep(bytes); });
   event.synthesised = true;
   text_ = "{";
   spans_ = {};

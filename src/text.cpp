@@ -1,5 +1,5 @@
 // What Event's compact views need (include/tracelane/trace.hpp): the records of long
-// Text, and of the spans of events of 64 KiB or more.
+// Text, and the values an Event reads again from its text.
 #include <deque>
 #include <mutex>
 #include <string>
@@ -24,15 +24,6 @@ uint64_t Text::long_record(std::string_view view) {
     throw Error("internal error: a text record's address does not fit in 48 bits");
   }
   return address;
-}
-
-const EventSpans* Event::far_spans_record(const EventSpans& spans) {
-  // As Text's records: never moved or freed, so an event made on any thread, and every
-  // copy of it, reads the same record. One per event of 64 KiB or more: 64 bytes each.
-  static std::mutex mutex;
-  static std::deque<EventSpans> records;
-  std::lock_guard<std::mutex> lock(mutex);
-  return &records.emplace_back(spans);
 }
 
 Id Event::stream() const {

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tracelane/text_buffer.hpp"
@@ -122,12 +123,18 @@ struct Span {
   uint32_t length = 0;
 };
 
-// A Span as an Event keeps it, in 4 bytes (an Event keeps eight): an offset and a length
-// inside the event's text, each below 64 KiB, as they are in nearly every event. An event
-// with a span past that keeps all its spans in a record of their own (Event::set_spans).
+// A Span as an Event keeps it, in 3 bytes (an Event keeps eight): a 16-bit offset and an
+// 8-bit length inside the event's text, as they are in nearly every event (its values are
+// numbers, ids and short names). An event with a span past that keeps all its spans in a
+// record of their own (Event::set_spans).
 struct PackedSpan {
-  uint16_t offset = 0;
-  uint16_t length = 0;
+  static constexpr uint32_t kMostOffset = 0xffff, kMostLength = 0xff;
+  static bool fits(Span span) { return span.offset <= kMostOffset && span.length <= kMostLength; }
+  PackedSpan() = default;
+  explicit PackedSpan(Span span) : bytes{uint8_t(span.offset), uint8_t(span.offset >> 8), uint8_t(span.length)} {}
+  Span span() const { return Span{uint32_t(bytes[0]) | uint32_t(bytes[1]) << 8, bytes[2]}; }
+
+  uint8_t bytes[3] = {};
 };
 
 // The fields whose value text the writer may replace.
@@ -152,7 +159,7 @@ struct Event {
   Time ts, dur;
   // Where each field's value sits in raw, and then args.original_stream's: span(),
   // set_spans(), original_stream_text(), not read directly. With far_spans, the first 8
-  // bytes hold the address of a record of all of them instead.
+  // bytes hold the address of a record of all of them instead, kept by the event's trace.
   std::array<PackedSpan, kFieldCount + 1> packed_spans{};
   uint8_t changed = 0;
   bool has_args : 1 = false;
@@ -162,32 +169,32 @@ struct Event {
   bool lane_metadata : 1 = false;  // a thread_name/thread_sort_index tracelane made for a lane
   bool pp_flow : 1 = false;        // an end of a PP arrow tracelane made (SPEC 7)
   bool synthesised : 1 = false;    // made by tracelane (EventBuilder): not in the input
-  bool far_spans : 1 = false;      // a span lies past 64 KiB: packed_spans holds a record's address
+  bool far_spans : 1 = false;      // a span does not fit a PackedSpan: packed_spans holds a record's address
 
   // Where a field's value sits in raw; length 0 when the event has none.
   Span span(Field field) const {
     if (far_spans) return far_record().fields[field];
-    return Span{packed_spans[field].offset, packed_spans[field].length};
+    return packed_spans[field].span();
   }
   bool has_span(Field field) const { return span(field).length != 0; }
-  // Sets every span at once. Spans that do not all fit in 16 bits go to a record kept for
-  // the process's life (as Text's long records: only events of 64 KiB or more need one),
-  // which copies of the event share and no one changes.
-  void set_spans(const EventSpans& spans) {
-    const auto fits = [](Span s) { return s.offset <= 0xffff && s.length <= 0xffff; };
-    bool near = fits(spans.original_stream);
-    for (const Span& s : spans.fields) near = near && fits(s);
+  // Sets every span at once. Spans that do not all fit a PackedSpan go to a record, a copy
+  // of whose bytes keep(bytes) keeps as long as the event's trace and returns (the trace's
+  // arena, or a reader's StringKeeper's): only events with a value of 256 bytes or more, or
+  // past 64 KiB into the event, need one. Copies of the event share it; no one changes it.
+  template <class Keep>
+  void set_spans(const EventSpans& spans, const Keep& keep) {
+    bool near = PackedSpan::fits(spans.original_stream);
+    for (const Span& s : spans.fields) near = near && PackedSpan::fits(s);
     far_spans = !near;
     if (!near) {
-      const EventSpans* record = far_spans_record(spans);
+      const std::string_view kept = keep(std::string_view(reinterpret_cast<const char*>(&spans), sizeof spans));
+      const char* record = kept.data();
       packed_spans = {};
       std::memcpy(static_cast<void*>(packed_spans.data()), &record, sizeof record);
       return;
     }
-    for (int f = 0; f < kFieldCount; ++f)
-      packed_spans[f] = PackedSpan{uint16_t(spans.fields[f].offset), uint16_t(spans.fields[f].length)};
-    packed_spans[kFieldCount] =
-        PackedSpan{uint16_t(spans.original_stream.offset), uint16_t(spans.original_stream.length)};
+    for (int f = 0; f < kFieldCount; ++f) packed_spans[f] = PackedSpan(spans.fields[f]);
+    packed_spans[kFieldCount] = PackedSpan(spans.original_stream);
   }
   // The value text of a field, as read (empty when the event has none). Events hold
   // spans, not views, of these (an event is kept per trace event: 4 bytes each, not 16).
@@ -215,8 +222,7 @@ struct Event {
 
   // The text of args.original_stream when it is an integer, else empty.
   std::string_view original_stream_text() const {
-    const Span where = far_spans ? far_record().original_stream
-                                 : Span{packed_spans[kFieldCount].offset, packed_spans[kFieldCount].length};
+    const Span where = far_spans ? far_record().original_stream : packed_spans[kFieldCount].span();
     return raw.substr(where.offset, where.length);
   }
 
@@ -261,13 +267,14 @@ struct Event {
   Ns original_ns(Field field) const;
 
  private:
-  const EventSpans& far_record() const {
-    const EventSpans* record;
+  // The record's bytes lie anywhere in a block of text: read by copy, not in place.
+  EventSpans far_record() const {
+    const char* record;
     std::memcpy(&record, packed_spans.data(), sizeof record);
-    return *record;
+    EventSpans spans;
+    std::memcpy(static_cast<void*>(&spans), record, sizeof spans);
+    return spans;
   }
-  // A record of `spans` that is never moved or freed (text.cpp).
-  static const EventSpans* far_spans_record(const EventSpans& spans);
 };
 // Brings the start of a text into cache ahead of its use. A pass over the events reads a
 // few bytes of each event's text, and events lie far apart in the document: a cache miss
@@ -276,7 +283,8 @@ inline void prefetch(std::string_view text) { __builtin_prefetch(text.data()); }
 inline constexpr size_t kPrefetchAhead = 16;  // events
 
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
-static_assert(sizeof(Event) <= 112, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Event) <= 104, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(std::is_trivially_copyable_v<EventSpans>, "a far record is kept as its bytes");
 static_assert(sizeof(Text) == 8);
 
 // A top-level key of the trace object other than traceEvents, with its raw value.

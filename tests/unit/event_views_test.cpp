@@ -98,14 +98,25 @@ TEST(EventSpans, ValuesOf64KiBOrMoreAreFoundAgainExactly) {
   EXPECT_GT(event.raw.size(), 200000u);
 }
 
-// Spans are kept in 16 bits each while every one fits, and all in a record when one does
-// not: each span, the original stream's included, reads back as set on both sides of the
-// edge, and a copy keeps its spans when the event it came from is given others.
-TEST(EventSpans, EverySpanReadsBackAsSetOnBothSidesOfSixteenBits) {
+// Spans are kept in 3 bytes each (a 16-bit offset, an 8-bit length) while every one
+// fits, and all in a record the trace keeps when one does not: each span, the original
+// stream's included, reads back as set on both sides of either edge, a copy keeps its spans
+// when the event it came from is given others, and the record lives in the trace's arena.
+TEST(EventSpans, EverySpanReadsBackAsSetOnBothSidesOfItsEdges) {
   const std::string text(0x30000, 'x');
-  for (uint32_t edge : {0xfffeu, 0xffffu, 0x10000u, 0x20001u}) {
-    for (int slot = 0; slot <= kFieldCount; ++slot) {
-      for (bool in_length : {false, true}) {
+  Trace keeper;  // keeps the records
+  auto keep = [&keeper](std::string_view bytes) { return keeper.keep(bytes); };
+  auto in_arena = [&keeper](const void* p) {
+    for (const auto& block : keeper.arena)
+      if (p >= static_cast<const void*>(block->data()) && p < static_cast<const void*>(block->data() + block->size()))
+        return true;
+    return false;
+  };
+  for (bool in_length : {false, true}) {
+    const std::vector<uint32_t> edges = in_length ? std::vector<uint32_t>{0xfe, 0xff, 0x100, 0x20001}
+                                                  : std::vector<uint32_t>{0xfffe, 0xffff, 0x10000, 0x20001};
+    for (uint32_t edge : edges) {
+      for (int slot = 0; slot <= kFieldCount; ++slot) {
         EventSpans spans;
         for (int f = 0; f < kFieldCount; ++f) spans.fields[f] = Span{uint32_t(10 * f + 1), uint32_t(f + 1)};
         spans.original_stream = Span{200, 3};
@@ -113,9 +124,16 @@ TEST(EventSpans, EverySpanReadsBackAsSetOnBothSidesOfSixteenBits) {
         (slot == kFieldCount ? spans.original_stream : spans.fields[slot]) = wide;
         Event event;
         event.raw = std::string_view(text);
-        event.set_spans(spans);
-        const std::string what = "edge " + std::to_string(edge) + ", slot " + std::to_string(slot);
-        EXPECT_EQ(event.far_spans, edge > 0xffff) << what;
+        event.set_spans(spans, keep);
+        const std::string what =
+            std::string(in_length ? "length " : "offset ") + std::to_string(edge) + ", slot " + std::to_string(slot);
+        const bool far = in_length ? edge > 0xff : edge > 0xffff;
+        EXPECT_EQ(event.far_spans, far) << what;
+        if (far) {
+          const char* record;
+          std::memcpy(&record, event.packed_spans.data(), sizeof record);
+          EXPECT_TRUE(in_arena(record)) << what;
+        }
         for (int f = 0; f < kFieldCount; ++f) {
           EXPECT_EQ(event.span(Field(f)).offset, spans.fields[f].offset) << what << ", field " << f;
           EXPECT_EQ(event.span(Field(f)).length, spans.fields[f].length) << what << ", field " << f;
@@ -127,7 +145,7 @@ TEST(EventSpans, EverySpanReadsBackAsSetOnBothSidesOfSixteenBits) {
         Event copy = event;
         EventSpans other;
         other.fields[kTid] = Span{0x40000, 2};
-        event.set_spans(other);
+        event.set_spans(other, keep);
         EXPECT_FALSE(event.has_span(kPid)) << what;
         EXPECT_EQ(event.span(kTid).offset, 0x40000u) << what;
         EXPECT_EQ(copy.span(kPid).offset, spans.fields[kPid].offset) << what;
@@ -135,12 +153,12 @@ TEST(EventSpans, EverySpanReadsBackAsSetOnBothSidesOfSixteenBits) {
       }
     }
   }
-  // A field the event lacks reads as absent in 16 bits too.
+  // A field the event lacks reads as absent in 3 bytes too.
   EventSpans near;
-  near.fields[kTs] = Span{0xffff, 0xffff};
+  near.fields[kTs] = Span{0xffff, 0xff};
   Event event;
   event.raw = std::string_view(text);
-  event.set_spans(near);
+  event.set_spans(near, keep);
   EXPECT_FALSE(event.far_spans);
   EXPECT_TRUE(event.has_span(kTs));
   EXPECT_FALSE(event.has_span(kPid));
@@ -159,6 +177,31 @@ TEST(EventSpans, TheWriterReplacesALongValueAndNothingAroundIt) {
   expected.replace(expected.find(tid_text), tid_text.size(), "7");
   expected.replace(expected.find(pid_text), pid_text.size(), "5");
   EXPECT_EQ(out, expected);
+}
+
+// A value of 256 bytes or more, near the event's start, is past what a span's 8-bit length
+// holds: its event keeps its spans in a record, and reads and writes it back exactly.
+TEST(EventSpans, AValueLongerThanAByteSaysIsReadAndWrittenExactly) {
+  for (size_t size : {size_t(253), size_t(254), size_t(300), size_t(5000)}) {
+    const std::string name = long_text(size, 'n'), name_text = "\"" + name + "\"";
+    Trace trace = parse_trace(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 3, "tid": 4, )"
+                              R"("ts": 1.5, "dur": 2, "args": {"name": )" +
+                                  name_text + "}}]}",
+                              "long.json");
+    ASSERT_EQ(trace.events.size(), 1u);
+    Event event = trace.events[0];
+    EXPECT_EQ(event.far_spans, name_text.size() > 0xff) << size;
+    EXPECT_EQ(event.value_text(kArgName), name_text) << size;
+    std::string buffer;
+    EXPECT_EQ(event.arg_name(buffer), name) << size;
+    EXPECT_EQ(event.value_text(kTs), "1.5") << size;
+    event.set_tid(7);
+    std::string out;
+    append_event(out, event);
+    std::string expected(event.raw.view());
+    expected.replace(expected.find("\"tid\": 4"), 8, "\"tid\": 7");
+    EXPECT_EQ(out, expected) << size;
+  }
 }
 
 }  // namespace
