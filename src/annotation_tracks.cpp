@@ -129,7 +129,7 @@ void split_annotation_tracks(Compaction& c) {
     for (size_t k = begin; k < end; ++k) {
       const uint32_t i = listed[k];
       const Event& event = events[i];
-      if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") continue;
+      if (event.dropped || event.ph() != "X" || event.cat != "gpu_user_annotation") continue;
       if (!((event.changed >> kTid) & 1) && !event.tid.is_int()) continue;
       if (!event.ts.numeric || !event.dur.numeric || event.dur.ns < 0) continue;
       auto it = lane_of_track.find(event.final_tid());
@@ -211,7 +211,7 @@ void add_lane_metadata(Compaction& c) {
       const Event& event = trace.events[listed[k]];
       // The pid and ts read: in a merge, lanes still have the pids read, and the times
       // have moved by the rank's offset.
-      if (event.ph == "M" && event.pid.is_int() && event.ts.numeric)
+      if (event.ph() == "M" && event.pid.is_int() && event.ts.numeric)
         part.try_emplace(event.original_int(kPid), event.original_ns(kTs));
     }
   });
@@ -227,7 +227,7 @@ void add_lane_metadata(Compaction& c) {
     name.string("name", "thread_name").string("ph", "M").time("ts", ts, kTs);
     name.integer("pid", lane.pid, kPid).integer("tid", tid, kTid).args_name(label);
     Event e = name.finish(trace);
-    e.ph = "M", e.name = "thread_name", e.lane_metadata = true;
+    e.set_ph('M'), e.name = "thread_name", e.lane_metadata = true;
     e.pid = Id{Id::Kind::integer, lane.pid}, e.tid = Id{Id::Kind::integer, tid};
     e.ts = Time{true, true, ts};
     trace.events.push_back(e);
@@ -236,7 +236,7 @@ void add_lane_metadata(Compaction& c) {
     index.integer("pid", lane.pid, kPid).integer("tid", tid, kTid);
     index.raw("args", "{\"sort_index\": " + std::to_string(sort_index++) + "}");
     Event f = index.finish(trace);
-    f.ph = "M", f.name = "thread_sort_index", f.lane_metadata = true;
+    f.set_ph('M'), f.name = "thread_sort_index", f.lane_metadata = true;
     f.pid = e.pid, f.tid = e.tid, f.ts = e.ts;
     trace.events.push_back(f);
   };
@@ -285,7 +285,7 @@ std::vector<AnnotationSpan> collect_annotation_spans(const Trace& trace, const A
   const auto& events = trace.events;
   auto is_span = [&](size_t k) {
     const Event& event = events[listed[k]];
-    if (event.dropped || event.ph != "X" || event.cat != "gpu_user_annotation") return false;
+    if (event.dropped || event.ph() != "X" || event.cat != "gpu_user_annotation") return false;
     bool pid_int = ((event.changed >> kPid) & 1) || event.pid.is_int();
     bool tid_int = ((event.changed >> kTid) & 1) || event.tid.is_int();
     return pid_int && tid_int && event.ts.numeric && event.dur.numeric;

@@ -218,7 +218,7 @@ void append_canonical(std::string& out, simdjson::dom::element value, FieldLists
 
 // Whether coalescing considers the event: a well-formed annotation span.
 bool is_annotation_span(const Event& event) {
-  if (event.dropped || event.cat != "gpu_user_annotation" || event.ph != "X") return false;
+  if (event.dropped || event.cat != "gpu_user_annotation" || event.ph() != "X") return false;
   return event.ts.numeric && event.dur.numeric && event.dur.ns >= 0;
 }
 
@@ -485,7 +485,7 @@ Event run_span(const Lane& lane, const KernelRun& run, Trace& owner) {
   Event event = builder.finish(owner);
   event.name = run.name;
   event.cat = "gpu_user_annotation";
-  event.ph = "X";
+  event.set_ph('X');
   event.pid = Id{Id::Kind::integer, lane.pid};
   event.tid = Id{Id::Kind::integer, lane.annotation_tid};
   event.ts = Time{true, true, run.start};

@@ -92,7 +92,7 @@ void check_measured_slice(const Trace& trace, size_t i, bool own_output) {
 
 // A cuda_sync slice that can sit on a measured slice's stream (SPEC 9.3), if there is one.
 bool sync_slice_candidate(const Event& event) {
-  if (event.cat != "cuda_sync" || event.ph != "X") return false;
+  if (event.cat != "cuda_sync" || event.ph() != "X") return false;
   if (!event.pid.is_int() || !event.tid.is_int()) return false;
   const Id stream = event.stream();
   if (!stream.is_int() || event.tid.value != stream.value) return false;
@@ -129,7 +129,7 @@ struct FoundSlices {
 // few of these rather than every event. By length first: it is asked of every event that
 // is not a slice.
 bool is_related_kind(const Event& event) {
-  const std::string_view ph = event.ph, cat = event.cat;
+  const std::string_view ph = event.ph(), cat = event.cat;
   if (ph.size() == 1 && (ph[0] == 'M' || ph[0] == 's' || ph[0] == 't' || ph[0] == 'f')) return true;
   return cat.size() == 19 && cat == "gpu_user_annotation";
 }
@@ -137,7 +137,7 @@ bool is_related_kind(const Event& event) {
 // The kinds of event the annotation passes read (Compaction::annotations_and_metadata):
 // GPU annotations, and metadata events (add_lane_metadata reads their ts).
 bool is_annotation_or_metadata(const Event& event) {
-  const std::string_view ph = event.ph, cat = event.cat;
+  const std::string_view ph = event.ph(), cat = event.cat;
   return (ph.size() == 1 && ph[0] == 'M') || (cat.size() == 19 && cat == "gpu_user_annotation");
 }
 
@@ -374,7 +374,7 @@ void remap_related(Compaction& c) {
       if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
       const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
       if (!stream) continue;
-      if (event.ph == "M") {
+      if (event.ph() == "M") {
         if (event.name == "thread_name" || event.name == "thread_sort_index") event.dropped = true;
         continue;
       }

@@ -55,16 +55,6 @@ Text static_cat(Text cat) {
   return cat;
 }
 
-Text static_ph(Text ph) {
-  static constexpr auto kBytes = [] {
-    std::array<char, 256> bytes{};
-    for (int c = 0; c < 256; ++c) bytes[size_t(c)] = char(c);
-    return bytes;
-  }();
-  const std::string_view text = ph;
-  return text.size() == 1 ? Text(std::string_view(&kBytes[uint8_t(text[0])], 1)) : ph;
-}
-
 // The nesting level of an event's fields: the document 1, traceEvents 2, the event 3.
 constexpr size_t kFieldLevel = 4;
 
@@ -77,6 +67,7 @@ bool EventReader::read(od::value& value, Event& event, size_t index, od::documen
   const char* begin = nullptr;
   std::array<std::string_view, kFieldCount> tokens{};
   std::string_view original_stream;  // args.original_stream's text, when an integer
+  Text ph;
   for (auto field_result : object) {
     // The field and its value are used where the loop made them, not copied out: a copy
     // of an iterator just written (a 16-byte load of two smaller stores) stalls on
@@ -93,7 +84,7 @@ bool EventReader::read(od::value& value, Event& event, size_t index, od::documen
       while (*begin != '{') --begin;
     }
     if (key == "ph") {
-      read_string(v, event.ph, kFieldLevel);
+      read_string(v, ph, kFieldLevel);
     } else if (key == "cat") {
       read_string(v, event.cat, kFieldLevel);
     } else if (key == "name") {
@@ -128,9 +119,12 @@ bool EventReader::read(od::value& value, Event& event, size_t index, od::documen
   std::string_view raw(begin, size_t(end_token - begin));
   raw = trim_right(raw);
   event.raw = raw;
-  event.ph = static_ph(event.ph);
   event.cat = static_cat(event.cat);
   EventSpans spans;
+  if (Event::ph_fits(ph))
+    event.set_ph(ph.view()[0]);
+  else
+    spans.ph = ph;  // "", or rare: kept by the event's far record
   for (int f = 0; f < kFieldCount; ++f) {
     if (tokens[f].data()) spans.fields[f] = Span{uint32_t(tokens[f].data() - begin), uint32_t(tokens[f].size())};
   }

@@ -238,11 +238,11 @@ void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
   for (Event& event : trace.events) {
     if (event.pp_flow) event.dropped = true;
     if (event.dropped) continue;
-    if (event.ph == "M" && event.name == "process_sort_index") {
+    if (event.ph() == "M" && event.name == "process_sort_index") {
       event.dropped = true;
       continue;
     }
-    if (event.ph == "M" && (event.name == "process_name" || event.name == "thread_name") && event.has_span(kArgName))
+    if (event.ph() == "M" && (event.name == "process_name" || event.name == "thread_name") && event.has_span(kArgName))
       event.name_prefixed = true;
     if (event.pid.is_int()) event.set_pid(new_pid.at(event.original_int(kPid)));
     if (rank.offset_ns && event.ts.numeric && event.has_span(kTs)) {
@@ -281,7 +281,7 @@ void move_rank(Merge& m, MergeRank& rank, const PidMap& new_pid) {
     if (event.pid.is_int() && !((event.changed >> kPid) & 1)) {  // metadata made by the rebuild
       event.set_pid(new_pid.at(event.pid.value));
     }
-    if (event.lane_metadata && event.ph == "M" && event.name == "thread_name") event.name_prefixed = true;
+    if (event.lane_metadata && event.ph() == "M" && event.name == "thread_name") event.name_prefixed = true;
   }
   check_slices_moved_by_offset(rank);
   for (PidTracks tracks : compacted.pid_tracks) {

@@ -426,7 +426,7 @@ void append_pp_flow_events(std::vector<PpFlow> flows, Trace& trace) {
       builder.integer("pid", pid, kPid).integer("tid", tid, kTid).time("ts", ts, kTs).integer("id", flow.id, kId);
       builder.raw("args", args);
       Event event = builder.finish(owner);
-      event.ph = end ? "f" : "s";
+      event.set_ph(end ? 'f' : 's');
       event.pp_flow = true;
       event.pid = Id{Id::Kind::integer, pid};
       event.tid = Id{Id::Kind::integer, tid};

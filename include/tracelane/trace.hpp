@@ -145,11 +145,20 @@ enum Field : uint8_t { kPid, kTid, kTs, kDur, kId, kStream, kArgName, kFieldCoun
 struct EventSpans {
   std::array<Span, kFieldCount> fields{};
   Span original_stream{};
+  std::string_view ph;  // unescaped, where it is not one character other than NUL (Event::ph)
 };
 
+// Every byte as a one-character text, at one address for the program's life: the views
+// of one-character phs (Event::ph).
+inline constexpr std::array<char, 256> kByteTexts = [] {
+  std::array<char, 256> bytes{};
+  for (int c = 0; c < 256; ++c) bytes[size_t(c)] = char(c);
+  return bytes;
+}();
+
 struct Event {
-  Text raw;            // "{...}" exactly as read (or as synthesised)
-  Text ph, cat, name;  // unescaped
+  Text raw;        // "{...}" exactly as read (or as synthesised)
+  Text cat, name;  // unescaped
 
   // pid, tid, id, ts and dur hold the values the event is written with. Each bit of
   // `changed` says one field's value is new (set_tid() and the like): it is written in
@@ -162,6 +171,7 @@ struct Event {
   // bytes hold the address of a record of all of them instead, kept by the event's trace.
   std::array<PackedSpan, kFieldCount + 1> packed_spans{};
   uint8_t changed = 0;
+  uint8_t ph_byte = 0;  // ph when it is one character other than NUL (ph(), set_ph())
   bool has_args : 1 = false;
   bool has_original_stream : 1 = false;  // args.original_stream (already-laned exporters)
   bool dropped : 1 = false;
@@ -170,6 +180,17 @@ struct Event {
   bool pp_flow : 1 = false;        // an end of a PP arrow tracelane made (SPEC 7)
   bool synthesised : 1 = false;    // made by tracelane (EventBuilder): not in the input
   bool far_spans : 1 = false;      // a span does not fit a PackedSpan: packed_spans holds a record's address
+
+  // ph unescaped (empty when absent): nearly always one character, held in the event;
+  // any other ph is held by the far record (set_spans with EventSpans::ph).
+  std::string_view ph() const {
+    if (ph_byte) return std::string_view(&kByteTexts[ph_byte], 1);
+    return far_spans ? far_record().ph : std::string_view();
+  }
+  // Gives the event a one-character ph (events tracelane makes).
+  void set_ph(char c) { ph_byte = uint8_t(c); }
+  // Whether `ph` is held in the event (set_ph), rather than in a far record.
+  static bool ph_fits(std::string_view ph) { return ph.size() == 1 && ph[0] != '\0'; }
 
   // Where a field's value sits in raw; length 0 when the event has none.
   Span span(Field field) const {
@@ -183,7 +204,7 @@ struct Event {
   // past 64 KiB into the event, need one. Copies of the event share it; no one changes it.
   template <class Keep>
   void set_spans(const EventSpans& spans, const Keep& keep) {
-    bool near = PackedSpan::fits(spans.original_stream);
+    bool near = PackedSpan::fits(spans.original_stream) && spans.ph.empty();
     for (const Span& s : spans.fields) near = near && PackedSpan::fits(s);
     far_spans = !near;
     if (!near) {
@@ -226,7 +247,7 @@ struct Event {
     return raw.substr(where.offset, where.length);
   }
 
-  bool is_flow() const { return ph == "s" || ph == "t" || ph == "f"; }
+  bool is_flow() const { return ph_byte == 's' || ph_byte == 't' || ph_byte == 'f'; }
   // Places the event on track `lane_tid`; args.stream stays as it is (SPEC 9.14).
   void set_tid(int64_t lane_tid) {
     tid.value = lane_tid;
@@ -283,7 +304,7 @@ inline void prefetch(std::string_view text) { __builtin_prefetch(text.data()); }
 inline constexpr size_t kPrefetchAhead = 16;  // events
 
 // A trace's event records are about as large as its text (bench/README.md): keep them so.
-static_assert(sizeof(Event) <= 104, "Event grew: a 2 GB trace holds about 7 M of them");
+static_assert(sizeof(Event) <= 96, "Event grew: a 2 GB trace holds about 7 M of them");
 static_assert(std::is_trivially_copyable_v<EventSpans>, "a far record is kept as its bytes");
 static_assert(sizeof(Text) == 8);
 

@@ -51,7 +51,7 @@ void expect_same_trace(const Trace& a, const Trace& b) {
     std::string what = "event #" + std::to_string(i);
     ASSERT_EQ(x.raw, y.raw) << what;
     EXPECT_EQ(a.byte_offset(x), b.byte_offset(y)) << what;
-    EXPECT_EQ(x.ph, y.ph) << what;
+    EXPECT_EQ(x.ph(), y.ph()) << what;
     EXPECT_EQ(x.cat, y.cat) << what;
     EXPECT_EQ(x.name, y.name) << what;
     expect_same_id(x.pid, y.pid, what + " pid");

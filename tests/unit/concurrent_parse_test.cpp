@@ -61,7 +61,7 @@ std::vector<std::string> describe(const Trace& trace) {
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const Event& e = trace.events[i];
     std::string line = "#" + std::to_string(i) + " raw " + where(trace, e.raw) + " at " +
-                       std::to_string(trace.byte_offset(e)) + " ph " + where(trace, e.ph) + " cat " +
+                       std::to_string(trace.byte_offset(e)) + " ph " + where(trace, e.ph()) + " cat " +
                        where(trace, e.cat) + " name " + where(trace, e.name) + " pid " + id(e.pid) + " tid " +
                        id(e.tid) + " id " + id(e.id) + " stream " + id(e.stream()) + " ts " + time(e.ts) + " dur " +
                        time(e.dur) + " arg_name " + where(trace, e.arg_name_raw()) + " args " +

@@ -204,4 +204,29 @@ TEST(EventSpans, AValueLongerThanAByteSaysIsReadAndWrittenExactly) {
   }
 }
 
+// A ph of one character (as JSON reads it) is held in the event; any other, in its far
+// record; an absent or empty ph reads as empty. Each is written back as read.
+TEST(EventPh, OneCharacterIsHeldInTheEventAndAnyOtherInItsRecord) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("X")", "X"}, {R"("\u0058")", "X"},        {R"("XX")", "XX"}, {R"("\u0000")", std::string(1, '\0')},
+      {R"("")", ""},   {R"("\u00e9")", "\xc3\xa9"}, {"5", ""},
+  };
+  std::string json = R"({"traceEvents": [)";
+  for (const auto& [text, ph] : cases) json += R"({"ph": )" + text + R"(, "name": "e", "pid": 1, "tid": 2, "ts": 3},)";
+  json += R"({"name": "no ph", "pid": 1}]})";
+  Trace trace = parse_trace(json, "ph.json");
+  ASSERT_EQ(trace.events.size(), cases.size() + 1);
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Event& event = trace.events[k];
+    EXPECT_EQ(event.ph(), cases[k].second) << cases[k].first;
+    EXPECT_EQ(event.far_spans, !cases[k].second.empty() && !Event::ph_fits(cases[k].second)) << cases[k].first;
+    std::string out;
+    append_event(out, event);
+    EXPECT_EQ(out, event.raw.view()) << cases[k].first;
+  }
+  EXPECT_EQ(trace.events.back().ph(), "");
+  EXPECT_FALSE(trace.events.back().far_spans);
+  EXPECT_FALSE(trace.events[0].is_flow());
+}
+
 }  // namespace
