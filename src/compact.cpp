@@ -443,8 +443,8 @@ void add_pp_flows(Compaction& c) {
   for (auto& tracks : c.out.pid_tracks) tracks.pp_rank = summary.pp_rank;
   PpResult pp =
       build_pp_flows(collect_annotation_spans(c.trace, annotation_events(c)), c.out.pid_tracks, false, c.options.rules);
-  append_pp_flow_events(pp.flows, c.trace);
   summary.pp = pp.counts;
+  append_pp_flow_events(std::move(pp.flows), c.trace);  // not copied: 300 bytes an arrow
   set_top_level(c.trace, "cuda_graph_pp_local_flows", local_pp_flows_summary(summary).dump(-1));
 }
 

@@ -334,15 +334,21 @@ void add_pp_flows(Merge& m) {
   Timings::Scope t(m.timings, "add_pp_flows");
   std::vector<std::vector<AnnotationSpan>> rank_spans(m.stacked.size());
   for_each_rank(m, [&](size_t k) { rank_spans[k] = collect_annotation_spans(m.stacked[k]->trace()); });
+  // Joined into one vector of exactly their number, each rank's freed once copied.
+  size_t total = 0;
+  for (const auto& part : rank_spans) total += part.size();
   std::vector<AnnotationSpan> spans;
+  spans.reserve(total);
   std::vector<PidTracks> pid_tracks;
   for (size_t k = 0; k < m.stacked.size(); ++k) {
     spans.insert(spans.end(), rank_spans[k].begin(), rank_spans[k].end());
+    std::vector<AnnotationSpan>().swap(rank_spans[k]);
     pid_tracks.insert(pid_tracks.end(), m.stacked[k]->pid_tracks.begin(), m.stacked[k]->pid_tracks.end());
   }
   PpResult pp = build_pp_flows(spans, pid_tracks, true, m.rules, m.flow_ids.next_shared);
+  std::vector<AnnotationSpan>().swap(spans);
   m.summary.pp = pp.counts;
-  append_pp_flow_events(pp.flows, m.flows);
+  append_pp_flow_events(std::move(pp.flows), m.flows);
 }
 
 // The merged file's top level: PP rank 0's, aligned and labelled as a merge, with the
