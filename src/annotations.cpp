@@ -43,7 +43,6 @@ void SliceSet::add(const Trace& trace, uint32_t event_index, int group, uint32_t
   is_slice[event_index] = true;
   Slice slice;
   slice.event = event_index;
-  slice.pid = event.pid.value;
   slice.start = event.ts.ns;
   slice.end = event.ts.ns + event.dur.ns;
   slice.group = group;

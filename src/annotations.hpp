@@ -14,12 +14,11 @@
 
 namespace tracelane {
 
-struct Slice {  // 40 bytes, without padding: one is kept per measured slice
+struct Slice {  // 32 bytes, without padding: one is kept per measured slice
   uint32_t event = 0;
   int group = 0;
-  int64_t pid = 0;
   Ns start = 0, end = 0;
-  uint32_t stream = 0;  // index into SliceSet::streams
+  uint32_t stream = 0;  // index into SliceSet::streams, whose pid is the slice's
   uint32_t lane = 0;    // index into the lane list
 };
 

@@ -259,7 +259,7 @@ Families families_of(const Compaction& c, std::vector<std::vector<uint32_t>>& ke
     if (!c.kept.empty() && c.kept[slice.stream] && is_measured_cat(c.trace.events[slice.event].cat))
       kept_slices[slice.stream].push_back(s);
     else
-      families[{slice.pid, slice.group}].members.push_back(s);
+      families[{set.streams[slice.stream].pid, slice.group}].members.push_back(s);
   }
   for (uint32_t k = 0; k < kept_slices.size(); ++k) {
     if (kept_slices[k].empty()) continue;
