@@ -44,18 +44,20 @@ void sort_by_start(std::vector<Piece>& pieces) {
                        pieces.begin() + ptrdiff_t(run_ends[r]), by_start);
 }
 
-// Disjoint, sorted, non-empty pieces covering exactly the union of `pieces`.
+// Disjoint, sorted, non-empty pieces covering exactly the union of `pieces`, made in
+// place (a group's pieces are its lanes' slices: hundreds of thousands).
 std::vector<Piece> union_of(std::vector<Piece> pieces) {
   sort_by_start(pieces);
-  std::vector<Piece> out;
+  size_t kept = 0;
   for (const Piece& piece : pieces) {
     if (piece.end <= piece.start) continue;  // a zero-length slice keeps nothing busy
-    if (!out.empty() && piece.start <= out.back().end)
-      out.back().end = std::max(out.back().end, piece.end);
+    if (kept > 0 && piece.start <= pieces[kept - 1].end)
+      pieces[kept - 1].end = std::max(pieces[kept - 1].end, piece.end);
     else
-      out.push_back(piece);
+      pieces[kept++] = piece;
   }
-  return out;
+  pieces.resize(kept);
+  return pieces;
 }
 
 Ns covered(const std::vector<Piece>& pieces, Ns from, Ns to) {
@@ -128,13 +130,17 @@ void gather(const CompactedTrace& compacted, const Rules& rules, Gathered& out) 
       lane.any_measured = true;
     }
   });
+  // Each group's pieces in one vector of exactly their number, each lane's freed once copied.
+  std::map<std::string, size_t> per_group;
+  for (size_t l = 0; l < lanes.size(); ++l) per_group[compacted.lanes[l].group_id] += lanes[l].pieces.size();
+  for (const auto& [group, count] : per_group) out.by_group[group].reserve(count);
   for (size_t l = 0; l < lanes.size(); ++l) {
     const Lane& lane = compacted.lanes[l];
     auto& pieces = out.by_group[lane.group_id];
     if (lane.group >= 0 && size_t(lane.group) < groups.size())
       out.labels.emplace(lane.group_id, groups[size_t(lane.group)].label);
     pieces.insert(pieces.end(), lanes[l].pieces.begin(), lanes[l].pieces.end());
-    lanes[l].pieces = {};
+    std::vector<Piece>().swap(lanes[l].pieces);  // freed, not only emptied
     if (!lanes[l].any_measured) continue;
     if (!out.any_measured || lanes[l].first_start < out.first_start) out.first_start = lanes[l].first_start;
     if (!out.any_measured || lanes[l].last_end > out.last_end) out.last_end = lanes[l].last_end;
