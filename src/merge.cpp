@@ -345,8 +345,7 @@ void add_pp_flows(Merge& m) {
     std::vector<AnnotationSpan>().swap(rank_spans[k]);
     pid_tracks.insert(pid_tracks.end(), m.stacked[k]->pid_tracks.begin(), m.stacked[k]->pid_tracks.end());
   }
-  PpResult pp = build_pp_flows(spans, pid_tracks, true, m.rules, m.flow_ids.next_shared);
-  std::vector<AnnotationSpan>().swap(spans);
+  PpResult pp = build_pp_flows(std::move(spans), pid_tracks, true, m.rules, m.flow_ids.next_shared);
   m.summary.pp = pp.counts;
   append_pp_flow_events(std::move(pp.flows), m.flows);
 }

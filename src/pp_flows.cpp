@@ -311,10 +311,11 @@ void add_unshard(const BlockParts& blocks, const BlockIndex& index, FlowMaker& m
 
 }  // namespace
 
-PpResult build_pp_flows(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids, bool cross_rank,
+PpResult build_pp_flows(std::vector<AnnotationSpan> spans, const std::vector<PidTracks>& pids, bool cross_rank,
                         const Rules* rules, int64_t first_id) {
   PpResult result;
   const BlockParts blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
+  std::vector<AnnotationSpan>().swap(spans);  // the blocks hold what they need of them
   BlockIndex index(blocks);
   FlowMaker maker(result, first_id);  // ids in this order: send/recv, compute, unshard
   if (cross_rank) add_send_recv(blocks, index, maker, result.counts);
