@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include "commands.hpp"
@@ -164,6 +165,14 @@ int main(int argc, char** argv) {
   // Past RLIMIT_FSIZE (`ulimit -f`), write() fails with EFBIG once SIGXFSZ is ignored,
   // instead of the signal killing us with a temporary file left behind.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Blocks of 8 MiB or more come from the kernel and go back to it when freed. glibc
+  // otherwise raises this bound to the largest block freed so far (up to 32 MiB), and the
+  // passes' large temporaries then stay in the heap once freed, where the next pass's
+  // rarely fit: 5 MiB more at gen600's peak (bench/README.md, "Event records and the memory
+  // peak"). Smaller bounds cost system time for fresh pages each time.
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 8 << 20);
+#endif
   remove_temporaries_on_signals();
   if (argc < 2) {
     std::cerr << kUsage;
