@@ -482,7 +482,11 @@ Event run_span(const Lane& lane, const KernelRun& run, Trace& owner) {
   builder.integer("pid", lane.pid, kPid).integer("tid", lane.annotation_tid, kTid);
   builder.time("ts", run.start, kTs).time("dur", run.end - run.start, kDur).raw("args", "{}");
   Event event = builder.finish(owner);
-  event.name = run.name;
+  // The name read lies in the run's args.name text, unless that had escapes: then it was
+  // unescaped into the walk's storage, which goes before the trace does, and is copied.
+  const bool in_text = run.name.data() >= run.name_raw.data() &&
+                       run.name.data() + run.name.size() <= run.name_raw.data() + run.name_raw.size();
+  event.name = in_text ? Text(run.name) : Text(owner.keep(run.name));
   event.cat = "gpu_user_annotation";
   event.set_ph('X');
   event.pid = Id{Id::Kind::integer, lane.pid};
@@ -520,7 +524,6 @@ KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lane
     if (goes_on && next->name == lane_runs.back().name) lane_runs.back().end = (next++)->end;
     lane_runs.insert(lane_runs.end(), next, part.runs.end());
   }
-  found = {};
   std::vector<std::pair<const Lane*, const KernelRun*>> spans;  // lane after lane
   for (size_t l = 0; l < lanes.size(); ++l)
     for (const KernelRun& run : runs[l]) spans.push_back({&lanes[l], &run});
@@ -528,7 +531,7 @@ KernelRunCounts annotate_kernel_runs(Trace& trace, const std::vector<Lane>& lane
   append_made_events(trace, spans.size(), 1, [&](size_t k, Trace& owner, Event* out) {
     *out = run_span(*spans[k].first, *spans[k].second, owner);
   });
-  return counts;
+  return counts;  // `found`, which the runs' unescaped names view, only now goes
 }
 
 }  // namespace tracelane

@@ -467,6 +467,24 @@ TEST(KernelAnnotations, ANameSpelledWithEscapesIsTheNameItSpells) {
   for (auto e : out.named("bwd"))
     if (Output::string_of(e, "cat") == "gpu_user_annotation") bwd_durs.push_back(Output::number_of(e, "dur"));
   EXPECT_EQ(bwd_durs, std::vector<double>{20});
+  // The spans' names, as later passes read them (the PP pass), once the walk is over.
+  std::vector<std::string> names;
+  for (const Event& event : result.trace.events)
+    if (event.synthesised && event.cat == "gpu_user_annotation") names.emplace_back(event.name.view());
+  EXPECT_EQ(names, (std::vector<std::string>{"fwd", "bwd", "xA", "yB"}));
+}
+
+// PP actions spelled with escapes in kernels' args.name pair as the names they spell: the
+// PP pass reads the runs' spans' names after the runs are gone.
+TEST(KernelAnnotations, PpActionsSpelledWithEscapesStillPair) {
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10", "k1", R"("name": "PP:0\u0052ECV_F000000000000")"),
+      kernel(0, 7, "20", "10", "k2", R"("name": "PP:0\u0046000000000000")"),
+      kernel(0, 7, "40", "10", "k3", R"("name": "PP:0\u0053END_F000000000000")"),
+  }));
+  EXPECT_EQ(result.summary.kernel_annotation_blocks, 3u);
+  EXPECT_EQ(result.summary.pp.compute_dependency_pairs, 2u);
+  EXPECT_EQ(result.summary.pp.compute_dependency_unmatched, 0u);
 }
 
 // --- lane metadata -------------------------------------------------------------------------
