@@ -169,9 +169,11 @@ int main(int argc, char** argv) {
   // otherwise raises this bound to the largest block freed so far (up to 32 MiB), and the
   // passes' large temporaries then stay in the heap once freed, where the next pass's
   // rarely fit: 5 MiB more at gen600's peak (bench/README.md, "Event records and the memory
-  // peak"). Smaller bounds cost system time for fresh pages each time.
+  // peak"). Smaller bounds cost system time for fresh pages each time. A bound the user set
+  // (GLIBC_TUNABLES=glibc.malloc.mmap_threshold=...) is left as it is.
 #ifdef __GLIBC__
-  mallopt(M_MMAP_THRESHOLD, 8 << 20);
+  const char* tunables = std::getenv("GLIBC_TUNABLES");  // a user's own bound stands
+  if (!tunables || !std::strstr(tunables, "glibc.malloc.mmap_threshold")) mallopt(M_MMAP_THRESHOLD, 8 << 20);
 #endif
   remove_temporaries_on_signals();
   if (argc < 2) {
