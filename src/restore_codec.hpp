@@ -74,6 +74,10 @@ class Reader {
     return v;
   }
   uint8_t byte() { return uint8_t(fixed(1)); }
+  void skip(uint64_t bytes) {
+    if (bytes > data_.size() - pos_) fail("truncated");
+    pos_ += size_t(bytes);
+  }
   bool done() const { return pos_ == data_.size(); }
   const std::string& where() const { return where_; }
   [[noreturn]] void fail(const std::string& what) const {

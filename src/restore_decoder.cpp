@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "restore_codec.hpp"
@@ -124,7 +125,11 @@ class Rebuilder {
   void rebuild() {
     read_layout();
     Reader values(in_.text(), in_.where());
-    size_t next_mask = 0, next_gap = 0;
+    // The placements and masks were checked by read_layout(); read again here, one an
+    // original, rather than held (8 bytes an original).
+    Reader placements = *placements_, masks = *masks_;
+    int64_t previous = -1;
+    size_t next_gap = 0;
     for (uint64_t k = 0; k < originals_; ++k) {
       if (k > 0) {
         bool exception = next_gap < gaps_.size() && gaps_[next_gap].first == k;
@@ -133,10 +138,13 @@ class Rebuilder {
       // A record (authentic by its CRC, but maybe crafted) never makes more than it claims.
       if (length() > h_.original_bytes) in_.fail("the rebuilt text outgrows the original's length");
       uint64_t begin = length();
-      if (placed_[k] < 0)
+      uint64_t placement = placements.varint();
+      if (placement == 0) {
         rebuild_removed(k);
-      else
-        rebuild_written(size_t(placed_[k]), masks_[next_mask++], values);
+      } else {
+        previous = placed_after(previous, placement);
+        rebuild_written(size_t(previous), masks.byte(), values);
+      }
       recent_[k % kRemovedWindow] = {begin, length()};
       // What the originals after k may copy begins at the oldest of the last kRemovedWindow.
       if (original_.size() >= kRebuiltPieceBytes && k + 1 >= kRemovedWindow)
@@ -174,21 +182,25 @@ class Rebuilder {
       gaps_.emplace_back(at, in_.text());
     }
     if (originals_ > h_.original_bytes) in_.fail("more events than the original has bytes");
-    placed_.reserve(originals_);
+    placements_.emplace(in_);
     int64_t previous = -1;
+    uint64_t written = 0;
     for (uint64_t k = 0; k < originals_; ++k) {
       uint64_t v = in_.varint();
-      if (v == 0) {
-        placed_.push_back(-1);
-        continue;
-      }
-      previous = int64_t(uint64_t(previous) + 1 + uint64_t(unzigzag(v - 1)));  // wraps, then is range-checked
+      if (v == 0) continue;
+      previous = placed_after(previous, v);
       if (previous < 0 || uint64_t(previous) >= output_.events.size())
         in_.fail("an event is placed outside the output");
-      placed_.push_back(previous);
+      ++written;
     }
-    for (int64_t p : placed_)
-      if (p >= 0) masks_.push_back(in_.byte());
+    masks_.emplace(in_);
+    in_.skip(written);  // a mask per written original
+  }
+
+  // The output index a placement code puts an original at, after the one placed before it
+  // at `previous` (-1 before the first).
+  static int64_t placed_after(int64_t previous, uint64_t code) {
+    return int64_t(uint64_t(previous) + 1 + uint64_t(unzigzag(code - 1)));  // wraps; read_layout range-checks it
   }
 
   // Removed by compaction: its text, or a copy of an original before it.
@@ -330,8 +342,9 @@ class Rebuilder {
   uint64_t originals_ = 0;
   std::string_view default_gap_;
   std::vector<std::pair<uint64_t, std::string_view>> gaps_;  // (original index, its gap)
-  std::vector<int64_t> placed_;                              // per original: output index, or -1 when removed
-  std::vector<uint8_t> masks_;                               // per written original
+  // Where the placement column (a code per original: 0 removed, else where it went in the
+  // output) and the mask column (a byte per written original) begin.
+  std::optional<Reader> placements_, masks_;
   std::array<std::unordered_map<int64_t, std::string_view>, kFieldCount> last_text_;
   std::array<int64_t, kFieldCount> last_integer_{};
   std::vector<std::string_view> recent_tids_;

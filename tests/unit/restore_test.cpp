@@ -1,10 +1,14 @@
 // Restore data (SPEC 9.12): restore(compact(x)) == x byte for byte, for single traces and
 // each rank of a merge, and a damaged or edited copy is refused, never a wrong original.
+#include <libdeflate.h>
+
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 
+#include "restore_codec.hpp"
 #include "test_support.hpp"
 #include "tracelane/decimal_time.hpp"
 #include "tracelane/restore.hpp"
@@ -328,4 +332,68 @@ TEST(Restore, RefusesAnEditedCopyBeforeHandingOnAnything) {
   edited[at + 9] = 'd';
   EXPECT_THROW(restore_original_to(edited, "out.json", 0, [&](std::string_view) { handed_on = true; }), Error);
   EXPECT_FALSE(handed_on) << "an edited output is refused before anything is rebuilt";
+}
+
+// A record is authentic by its CRC-32, but may be crafted: every byte of the untidy
+// trace's decompressed record changed to each of a few values, repacked with a valid
+// CRC-32, is refused as damaged (or, where the change means nothing, gives the original
+// back). This walks the layout's checks: the placements outside the output, a mask column
+// cut short, values and removed events that do not fit.
+TEST(Restore, RefusesEveryCraftedChangeOfTheRecord) {
+  const std::string original = untidy_trace();
+  const std::string out = compacted_text(original);
+  const size_t key = out.rfind("\"tracelane_restore\": [\"");
+  ASSERT_NE(key, std::string::npos);
+  const size_t begin = key + std::string("\"tracelane_restore\": [\"").size();
+  const size_t end = out.find('"', begin);
+  std::string record;
+  ASSERT_TRUE(restore_codec::decode_base64(std::string_view(out).substr(begin, end - begin), record));
+  ASSERT_GE(record.size(), 16u);
+  uint64_t raw_size = 0;
+  for (int k = 0; k < 8; ++k) raw_size |= uint64_t(uint8_t(record[4 + k])) << (8 * k);
+  std::string raw(raw_size, '\0');
+  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> inflater(libdeflate_alloc_decompressor(),
+                                                                                        libdeflate_free_decompressor);
+  size_t actual = 0;
+  ASSERT_EQ(libdeflate_deflate_decompress(inflater.get(), record.data() + 16, record.size() - 16, raw.data(),
+                                          raw.size(), &actual),
+            LIBDEFLATE_SUCCESS);
+  ASSERT_EQ(actual, raw.size());
+  std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> deflater(libdeflate_alloc_compressor(1),
+                                                                                    libdeflate_free_compressor);
+  auto with_raw = [&](const std::string& changed) {
+    std::string packed(libdeflate_deflate_compress_bound(deflater.get(), changed.size()), '\0');
+    packed.resize(
+        libdeflate_deflate_compress(deflater.get(), changed.data(), changed.size(), packed.data(), packed.size()));
+    std::string repacked(restore_codec::kMagic, 4);
+    restore_codec::put_fixed(repacked, changed.size(), 8);
+    restore_codec::put_fixed(repacked, libdeflate_crc32(0, changed.data(), changed.size()), 4);
+    repacked += packed;
+    std::string text = out.substr(0, begin);
+    restore_codec::append_base64(text, repacked);
+    return text + out.substr(end);
+  };
+  ASSERT_EQ(restored(with_raw(raw)), original) << "repacking alone changes nothing";
+  size_t refused = 0, tried = 0;
+  bool placed_outside = false;
+  for (size_t at = 0; at < raw.size(); ++at)
+    for (uint8_t value : {0x00, 0x01, 0x7f, 0x80, 0xff}) {
+      if (uint8_t(raw[at]) == value) continue;
+      std::string changed = raw;
+      changed[at] = char(value);
+      ++tried;
+      try {
+        EXPECT_EQ(restored(with_raw(changed)), original) << "byte " << at << " set to " << int(value);
+      } catch (const Error& e) {
+        ++refused;
+        std::string message = e.what();
+        EXPECT_EQ(message.rfind("out.json: ", 0), 0u) << message;
+        placed_outside |= message.find("an event is placed outside the output") != std::string::npos;
+      }
+    }
+  EXPECT_GT(refused, tried / 2) << "most changes of a record are refused";
+  EXPECT_TRUE(placed_outside) << "a placement past the output's events is refused as such, before it is read";
+  // The cut short: a record that ends anywhere before its end is refused.
+  for (size_t size = 0; size < raw.size(); ++size)
+    EXPECT_THROW(restored(with_raw(raw.substr(0, size))), Error) << "cut to " << size << " bytes";
 }
