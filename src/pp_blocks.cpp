@@ -10,37 +10,36 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <tbb/parallel_sort.h>
+
 #include "parallel_ranges.hpp"
 
 namespace tracelane {
 
 namespace {
 
-// The PP operations in the order of their names: ordering by index orders by name.
-constexpr std::array<std::string_view, 11> kOpsInOrder = {
-    "B", "F", "I", "RECV_B", "RECV_F", "REDUCE_GRAD", "RESHARD", "SEND_B", "SEND_F", "UNSHARD", "W"};
-static_assert(std::is_sorted(kOpsInOrder.begin(), kOpsInOrder.end()));
-constexpr uint8_t kReduceGrad = 5, kReshard = 6;
-static_assert(kOpsInOrder[kReduceGrad] == "REDUCE_GRAD" && kOpsInOrder[kReshard] == "RESHARD");
+static_assert(std::is_sorted(kPpOpsInOrder.begin(), kPpOpsInOrder.end()));
+constexpr uint8_t kReduceGrad = 5, kReshard = 6, kUnshard = 9;
+static_assert(kPpOpsInOrder[kReduceGrad] == "REDUCE_GRAD" && kPpOpsInOrder[kReshard] == "RESHARD" &&
+              kPpOpsInOrder[kUnshard] == "UNSHARD");
 uint8_t op_index(std::string_view op) {  // parse_pp_actions makes only these operations
-  return uint8_t(std::lower_bound(kOpsInOrder.begin(), kOpsInOrder.end(), op) - kOpsInOrder.begin());
+  return uint8_t(std::lower_bound(kPpOpsInOrder.begin(), kPpOpsInOrder.end(), op) - kPpOpsInOrder.begin());
 }
 
 using PidTracksByPid = std::map<int64_t, const PidTracks*>;
 using SortedTracksByPid = std::map<int64_t, std::pair<std::vector<int64_t>, std::vector<int64_t>>>;  // main, unshard
 
 // One action of one span, which blocks are made of. Its key is (pid, stage, op by name,
-// microbatch); it sorts by key, then by (start, length), then in input order.
-// Made unwritten, so that the merge sizes its output without touching it (sorted_uses
-// writes every field).
+// microbatch); it sorts by key, then by (start, length), then in input order. It holds
+// what the blocks need of its span, so the spans go before the blocks are made.
 struct Use {
-  Use() {}
-  int64_t pid, stage, microbatch;  // -1: none
-  Ns start, length;
-  uint32_t span;   // spans are numbered in 32 bits (sorted_uses)
-  uint8_t action;  // its place among the span's actions (one or two)
-  uint8_t op;      // in kOpsInOrder
-  bool has_microbatch;
+  int64_t pid = 0, stage = 0, microbatch = -1;  // -1: none
+  Ns start = 0, length = 0;
+  int64_t tid = 0;
+  uint32_t span = 0;   // spans are numbered in 32 bits (sorted_uses)
+  uint8_t action = 0;  // its place among the span's actions (one or two)
+  uint8_t op = 0;      // in kPpOpsInOrder
+  bool has_microbatch = false;
 
   bool same_key(const Use& other) const {
     return pid == other.pid && stage == other.stage && op == other.op && microbatch == other.microbatch;
@@ -52,117 +51,124 @@ struct Use {
 };
 
 // Every action of the spans that makes blocks, in block-key order and, within a key, by
-// (start, length), ties in input order: ranges of spans are read and sorted concurrently,
-// then merged; on one thread, or for one range, all are read into one vector and sorted
-// there (the same order: no two uses are equal), which holds the uses once, not twice.
+// (start, length), ties in input order (no two uses are equal, so any sort gives this one
+// order). The uses are read into one vector with room for two a span, the most a span has
+// (parse_pp_actions), so it never grows: pages never written cost nothing. They are sorted
+// in place, on the arena's threads: ranges sorted apart and merged held them twice, and
+// their vectors grew by doubling, up to 3.5x the uses at --jobs 2 (gen600: 57 MiB).
 std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rules& rules) {
-  using Part = std::vector<Use>;
   if (spans.size() > UINT32_MAX) throw Error("more than 2^32 annotation spans: too many to pair PP blocks");
-  // A name's actions are parsed once per range: a trace repeats each stage, operation and
+  // A name's actions are parsed once: a trace repeats each stage, operation and
   // microbatch's name in every step. The names remembered are bounded (a trace of distinct
   // names starts over every kNamesRemembered).
   constexpr size_t kNamesRemembered = 4096;
-  auto read = [&](size_t begin, size_t end, Part& part) {
-    std::unordered_map<std::string_view, std::vector<PpAction>> parsed;
-    for (size_t i = begin; i < end; ++i) {
-      if (parsed.size() == kNamesRemembered) parsed.clear();
-      auto [known, fresh] = parsed.try_emplace(spans[i].name);
-      if (fresh) known->second = rules.pp_actions(spans[i].name);
-      const std::vector<PpAction>& actions = known->second;
-      for (size_t k = 0; k < actions.size(); ++k) {
-        const PpAction& action = actions[k];
-        const uint8_t op = op_index(action.op);
-        if (op == kReshard || op == kReduceGrad) continue;  // no blocks (SPEC 9.5)
-        Use use;
-        use.pid = spans[i].pid, use.stage = action.stage;
-        use.has_microbatch = action.microbatch.has_value();
-        use.microbatch = action.microbatch.value_or(-1);
-        use.start = spans[i].start, use.length = spans[i].end - spans[i].start;
-        use.span = uint32_t(i), use.action = uint8_t(k), use.op = op;
-        part.push_back(use);
-      }
+  constexpr size_t kMostActionsOfASpan = 2;
+  std::vector<Use> uses;
+  uses.reserve(spans.size() * kMostActionsOfASpan);
+  std::unordered_map<std::string_view, std::vector<PpAction>> parsed;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (parsed.size() == kNamesRemembered) parsed.clear();
+    auto [known, fresh] = parsed.try_emplace(spans[i].name);
+    if (fresh) known->second = rules.pp_actions(spans[i].name);
+    const std::vector<PpAction>& actions = known->second;
+    if (actions.size() > kMostActionsOfASpan) throw Error("internal: a PP annotation of more than two actions");
+    for (size_t k = 0; k < actions.size(); ++k) {
+      const PpAction& action = actions[k];
+      const uint8_t op = op_index(action.op);
+      if (op == kReshard || op == kReduceGrad) continue;  // no blocks (SPEC 9.5)
+      Use use;
+      use.pid = spans[i].pid, use.stage = action.stage;
+      use.has_microbatch = action.microbatch.has_value();
+      use.microbatch = action.microbatch.value_or(-1);
+      use.start = spans[i].start, use.length = spans[i].end - spans[i].start, use.tid = spans[i].tid;
+      use.span = uint32_t(i), use.action = uint8_t(k), use.op = op;
+      uses.push_back(use);
     }
-  };
-  if (range_count(spans.size()) <= 1 || tbb::this_task_arena::max_concurrency() <= 1) {
-    Part uses;
-    uses.reserve(spans.size() + spans.size() / 4);  // most spans are one action; pages never written cost nothing
-    read(0, spans.size(), uses);
-    std::sort(uses.begin(), uses.end());
-    return uses;
   }
-  std::vector<Part> parts = gather_ranges<Part>(spans.size(), [&](size_t begin, size_t end, Part& part) {
-    part.reserve(end - begin);  // most spans are one action; held with no room to spare
-    read(begin, end, part);
-    std::sort(part.begin(), part.end());
-  });
-  return merge_sorted_parts(std::move(parts));
+  if (tbb::this_task_arena::max_concurrency() > 1)
+    tbb::parallel_sort(uses.begin(), uses.end());
+  else
+    std::sort(uses.begin(), uses.end());
+  return uses;
 }
 
-// The blocks `uses` make: whole keys, in key order.
-std::vector<Block> blocks_of(std::span<const Use> uses, const std::vector<AnnotationSpan>& spans,
-                             const PidTracksByPid& tracks_of, const SortedTracksByPid& sorted_tracks) {
-  std::vector<Block> blocks;
+// The blocks `uses` make: whole keys, in key order. Each block's members are added to the
+// part's pool as it is made (a block is finished before the next is begun); the pool has
+// room for a member a use from the start, so it never moves and a block views its members
+// from when it is begun.
+BlockPart blocks_of(std::span<const Use> uses, const PidTracksByPid& tracks_of,
+                    const SortedTracksByPid& sorted_tracks) {
+  BlockPart part;
+  part.blocks.reserve(uses.size());  // at most a block and a member a use
+  part.members.reserve(uses.size());
+  auto add_member = [&](const Use& use) {
+    if (part.members.size() == part.members.capacity()) throw Error("internal: more PP block members than uses");
+    part.members.push_back({use.start, use.start + use.length, use.tid});
+  };
   for (size_t first = 0, last = 0; first < uses.size(); first = last) {
     last = first + 1;
     while (last < uses.size() && uses[last].same_key(uses[first])) ++last;
     const std::span<const Use> key_uses(uses.data() + first, last - first);
     const int64_t pid = uses[first].pid, stage = uses[first].stage;
-    const std::string op(kOpsInOrder[uses[first].op]);
+    const uint8_t op = uses[first].op;
     auto tracks_it = tracks_of.find(pid);
     const PidTracks* tracks = tracks_it == tracks_of.end() ? nullptr : tracks_it->second;
-    auto make = [&](const Use& use) {
-      const AnnotationSpan& span = spans[use.span];
+    // A block of one member; extend_block() gives it more before the next is begun.
+    auto begin_block = [&](const Use& use) {
       Block b;
-      b.pid = pid, b.start = span.start, b.end = span.end;
-      b.stage = stage, b.op = op;
-      if (use.has_microbatch) b.microbatch = use.microbatch;
+      b.pid = pid, b.start = use.start, b.end = use.start + use.length;
+      b.stage = stage, b.op_index = op;
+      if (use.has_microbatch) b.set_microbatch(use.microbatch);
       b.pp_rank = tracks ? tracks->pp_rank : 0;
-      b.members.push_back({span.start, span.end, span.tid});
-      return b;
+      add_member(use);
+      b.members = std::span<const Member>(&part.members.back(), 1);
+      part.blocks.push_back(b);
     };
-    if (is_pp_compute_op(op)) {
+    auto extend_block = [&](const Use& use) {
+      Block& block = part.blocks.back();
+      block.start = std::min(block.start, use.start);
+      block.end = std::max(block.end, use.start + use.length);
+      add_member(use);
+      block.members = std::span<const Member>(block.members.data(), block.members.size() + 1);
+    };
+    if (is_pp_compute_op(kPpOpsInOrder[op])) {
       if (!tracks || !tracks->main_compute_track) continue;
       const std::vector<int64_t>& main_tracks = sorted_tracks.at(pid).first;
       auto on_main = [&](int64_t tid) { return std::binary_search(main_tracks.begin(), main_tracks.end(), tid); };
       size_t k = 0;
       while (k < key_uses.size()) {
-        Ns chain_end = spans[key_uses[k].span].end;
+        Ns chain_end = key_uses[k].start + key_uses[k].length;
         size_t next = k + 1;
-        while (next < key_uses.size() && spans[key_uses[next].span].start <= chain_end) {
-          chain_end = std::max(chain_end, spans[key_uses[next].span].end);
+        while (next < key_uses.size() && key_uses[next].start <= chain_end) {
+          chain_end = std::max(chain_end, key_uses[next].start + key_uses[next].length);
           ++next;
         }
-        std::optional<Block> block;
+        bool begun = false;
         for (size_t m = k; m < next; ++m) {
-          const auto& span = spans[key_uses[m].span];
-          if (!on_main(span.tid)) continue;
-          if (!block) {
-            block = make(key_uses[m]);
-          } else {
-            block->start = std::min(block->start, span.start);
-            block->end = std::max(block->end, span.end);
-            block->members.push_back({span.start, span.end, span.tid});
-          }
+          if (!on_main(key_uses[m].tid)) continue;
+          if (!begun)
+            begin_block(key_uses[m]);
+          else
+            extend_block(key_uses[m]);
+          begun = true;
         }
-        if (block) blocks.push_back(std::move(*block));
         k = next;
       }
-    } else if (op == "UNSHARD") {
+    } else if (op == kUnshard) {
       if (!tracks) continue;
       const std::vector<int64_t>& u = sorted_tracks.at(pid).second;
       for (const Use& use : key_uses)
-        if (std::binary_search(u.begin(), u.end(), spans[use.span].tid)) blocks.push_back(make(use));
+        if (std::binary_search(u.begin(), u.end(), use.tid)) begin_block(use);
     } else {
-      for (const Use& use : key_uses) blocks.push_back(make(use));
+      for (const Use& use : key_uses) begin_block(use);
     }
   }
-  return blocks;
+  return part;
 }
 
 }  // namespace
 
-BlockParts build_blocks(const std::vector<AnnotationSpan>& spans, const std::vector<PidTracks>& pids,
-                        const Rules& rules) {
+BlockParts build_blocks(std::vector<AnnotationSpan> spans, const std::vector<PidTracks>& pids, const Rules& rules) {
   PidTracksByPid tracks_of;
   // Sorted once per pid, not per key: a trace can split its main track into as many
   // sub-tracks as it has spans, and have as many keys.
@@ -177,6 +183,7 @@ BlockParts build_blocks(const std::vector<AnnotationSpan>& spans, const std::vec
     std::sort(unshard_tracks.begin(), unshard_tracks.end());
   }
   const std::vector<Use> uses = sorted_uses(spans, rules);
+  std::vector<AnnotationSpan>().swap(spans);  // the uses hold what the blocks need of them
   // Parts of whole keys: a range's part starts at the first key that starts in it.
   std::vector<size_t> starts;
   for (size_t r = 0; r < range_count(uses.size()); ++r) {
@@ -188,7 +195,7 @@ BlockParts build_blocks(const std::vector<AnnotationSpan>& spans, const std::vec
   BlockParts parts(starts.size() - 1);
   for_each_index(parts.size(), [&](size_t k) {
     const std::span<const Use> part(uses.data() + starts[k], starts[k + 1] - starts[k]);
-    parts[k] = blocks_of(part, spans, tracks_of, sorted_tracks);
+    parts[k] = blocks_of(part, tracks_of, sorted_tracks);
   });
   return parts;
 }

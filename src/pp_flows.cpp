@@ -180,8 +180,8 @@ class FlowMaker {
     flow.destination_pid = d.pid, flow.destination_tid = destination_tid, flow.destination_ts = destination_ts;
     flow.source_pp_rank = s.pp_rank, flow.destination_pp_rank = d.pp_rank;
     flow.source_stage = s.stage, flow.destination_stage = d.stage;
-    flow.source_operation = s.op, flow.destination_operation = d.op;
-    flow.microbatch = s.microbatch ? s.microbatch : d.microbatch;
+    flow.source_operation = s.op(), flow.destination_operation = d.op();
+    flow.microbatch = s.has_microbatch ? s.microbatch() : d.microbatch();
     result_.flows.push_back(std::move(flow));
     return true;
   }
@@ -194,19 +194,20 @@ class FlowMaker {
 // The blocks by key, each list in block order, so that no kind of arrow scans all blocks
 // per key.
 struct BlockIndex {
-  using GlobalKey = std::tuple<int64_t, std::string, int64_t>;          // stage, op, mb
-  using LocalKey = std::tuple<int64_t, int64_t, std::string, int64_t>;  // pid, stage, op, mb
+  // The operations are views of kPpOpsInOrder's static text (or of a caller's, to look up).
+  using GlobalKey = std::tuple<int64_t, std::string_view, int64_t>;          // stage, op, mb
+  using LocalKey = std::tuple<int64_t, int64_t, std::string_view, int64_t>;  // pid, stage, op, mb
   std::map<GlobalKey, std::vector<const Block*>> across_pids;
   std::map<LocalKey, std::vector<const Block*>> within_pid;
   // (pid, stage): its F/B/I blocks by (start, end)
   std::map<std::pair<int64_t, int64_t>, std::vector<const Block*>> compute_of_stage;
 
   explicit BlockIndex(const BlockParts& blocks) {
-    for (const std::vector<Block>& part : blocks)
-      for (const Block& b : part) {
-        across_pids[{b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
-        within_pid[{b.pid, b.stage, b.op, b.microbatch.value_or(-1)}].push_back(&b);
-        if (is_pp_compute_op(b.op)) compute_of_stage[{b.pid, b.stage}].push_back(&b);
+    for (const BlockPart& part : blocks)
+      for (const Block& b : part.blocks) {
+        across_pids[{b.stage, b.op(), b.microbatch().value_or(-1)}].push_back(&b);
+        within_pid[{b.pid, b.stage, b.op(), b.microbatch().value_or(-1)}].push_back(&b);
+        if (is_pp_compute_op(b.op())) compute_of_stage[{b.pid, b.stage}].push_back(&b);
       }
     for (auto& [key, list] : compute_of_stage)
       std::stable_sort(list.begin(), list.end(), [](const Block* a, const Block* b) {
@@ -237,33 +238,34 @@ void connect(const std::vector<const Block*>& sources, const std::vector<const B
 
 // Across ranks: SEND_F s -> RECV_F s+1, SEND_B s -> RECV_B s-1, same microbatch.
 void add_send_recv(const BlockParts& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
-  std::map<std::tuple<int64_t, std::string, int64_t>, bool> recv_keys_looked_for;
-  std::map<std::tuple<int64_t, std::string, int64_t>, int> send_keys;  // (stage, op, mb)
-  for (const std::vector<Block>& part : blocks)
-    for (const Block& b : part)
-      if (b.op == "SEND_F" || b.op == "SEND_B") send_keys[{b.stage, b.op, b.microbatch.value_or(-1)}] = 0;
+  // Keys view static text: the blocks' operations and the literals here.
+  std::map<std::tuple<int64_t, std::string_view, int64_t>, bool> recv_keys_looked_for;
+  std::map<std::tuple<int64_t, std::string_view, int64_t>, int> send_keys;  // (stage, op, mb)
+  for (const BlockPart& part : blocks)
+    for (const Block& b : part.blocks)
+      if (b.op() == "SEND_F" || b.op() == "SEND_B") send_keys[{b.stage, b.op(), b.microbatch().value_or(-1)}] = 0;
   for (const auto& [key, unused] : send_keys) {
     const auto& [stage, op, microbatch] = key;
-    std::string recv_op = op == "SEND_F" ? "RECV_F" : "RECV_B";
+    std::string_view recv_op = op == "SEND_F" ? "RECV_F" : "RECV_B";
     int64_t recv_stage = op == "SEND_F" ? stage + 1 : stage - 1;
     recv_keys_looked_for[{recv_stage, recv_op, microbatch}] = true;
     connect(BlockIndex::of(index.across_pids, BlockIndex::GlobalKey{stage, op, microbatch}),
             BlockIndex::of(index.across_pids, BlockIndex::GlobalKey{recv_stage, recv_op, microbatch}), "pp_send_recv",
             true, maker, counts.send_recv_pairs, counts.send_recv_unmatched);
   }
-  for (const std::vector<Block>& part : blocks)
-    for (const Block& b : part)
-      if ((b.op == "RECV_F" || b.op == "RECV_B") &&
-          !recv_keys_looked_for.count({b.stage, b.op, b.microbatch.value_or(-1)}))
+  for (const BlockPart& part : blocks)
+    for (const Block& b : part.blocks)
+      if ((b.op() == "RECV_F" || b.op() == "RECV_B") &&
+          !recv_keys_looked_for.count({b.stage, b.op(), b.microbatch().value_or(-1)}))
         ++counts.send_recv_unmatched;
 }
 
 // Rank-local: RECV_x -> x and x -> SEND_x within one pid, same stage and microbatch.
 void add_compute_dependencies(const BlockParts& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
   std::map<std::tuple<int64_t, int64_t, int64_t>, bool> local_keys;  // (pid, stage, mb)
-  for (const std::vector<Block>& part : blocks)
-    for (const Block& b : part)
-      if (b.op != "UNSHARD") local_keys[{b.pid, b.stage, b.microbatch.value_or(-1)}] = true;
+  for (const BlockPart& part : blocks)
+    for (const Block& b : part.blocks)
+      if (b.op() != "UNSHARD") local_keys[{b.pid, b.stage, b.microbatch().value_or(-1)}] = true;
   for (const auto& [key, unused] : local_keys) {
     const int64_t& pid = std::get<0>(key);  // not a binding: captured below (clang < 16)
     const int64_t& stage = std::get<1>(key);
@@ -288,9 +290,9 @@ void add_compute_dependencies(const BlockParts& blocks, const BlockIndex& index,
 // Unshard: each UNSHARD block -> the first F/B block of its pid and stage starting at or
 // after it.
 void add_unshard(const BlockParts& blocks, const BlockIndex& index, FlowMaker& maker, PpCounts& counts) {
-  for (const std::vector<Block>& part : blocks)
-    for (const Block& u : part) {
-      if (u.op != "UNSHARD") continue;
+  for (const BlockPart& part : blocks)
+    for (const Block& u : part.blocks) {
+      if (u.op() != "UNSHARD") continue;
       const Block* first = nullptr;
       auto it = index.compute_of_stage.find({u.pid, u.stage});
       if (it != index.compute_of_stage.end()) {
@@ -314,8 +316,7 @@ void add_unshard(const BlockParts& blocks, const BlockIndex& index, FlowMaker& m
 PpResult build_pp_flows(std::vector<AnnotationSpan> spans, const std::vector<PidTracks>& pids, bool cross_rank,
                         const Rules* rules, int64_t first_id) {
   PpResult result;
-  const BlockParts blocks = build_blocks(spans, pids, rules ? *rules : Rules::defaults());
-  std::vector<AnnotationSpan>().swap(spans);  // the blocks hold what they need of them
+  const BlockParts blocks = build_blocks(std::move(spans), pids, rules ? *rules : Rules::defaults());
   BlockIndex index(blocks);
   FlowMaker maker(result, first_id);  // ids in this order: send/recv, compute, unshard
   if (cross_rank) add_send_recv(blocks, index, maker, result.counts);

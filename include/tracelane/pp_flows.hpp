@@ -48,8 +48,9 @@ inline constexpr int64_t kFirstPpFlowId = 1000000000000;  // 1e12
 
 // Builds the arrows. `cross_rank` adds send->recv arrows (merge only). `rules` says which
 // annotation names are PP actions (null: SPEC 7 and 9.5's grammar). Flow ids are
-// first_id, first_id + 1, ... one per pair considered. The spans are freed once the blocks
-// are made, before the arrows (pass them with std::move where the caller is done with them).
+// first_id, first_id + 1, ... one per pair considered. The spans are freed once their PP
+// actions are read, before the blocks are made (pass them with std::move where the caller
+// is done with them).
 PpResult build_pp_flows(std::vector<AnnotationSpan> spans, const std::vector<PidTracks>& pids, bool cross_rank,
                         const Rules* rules = nullptr, int64_t first_id = kFirstPpFlowId);
 
