@@ -81,13 +81,18 @@ class RecordEncoder {
     });
   }
 
-  // The record, once the output's text around its events is known (after walk()).
+  // The record, once the output's text around its events is known (after walk()). Once:
+  // the columns are given up as they are joined.
   std::string encode(const OutputFrame& frame) { return pack(columns(frame)); }
 
  private:
   void walk_events() {
     size_t output_index = source_.first_output_index;
     const std::vector<Event>& events = source_.trace->events;
+    // A placement is a byte for most originals, a mask a byte for each written one: room
+    // from the start rather than copies as they grow.
+    placement_.reserve(events.size());
+    masks_.reserve(events.size());
     for (size_t i = 0; i < events.size(); ++i) {
       // The gap before an event lies just before its text: asked for ahead, as the
       // passes ask for the text they read (trace.hpp's prefetch).
@@ -227,11 +232,21 @@ class RecordEncoder {
     put_text(values_, original);
   }
 
-  // The record before DEFLATE: header, head and tail diffs, then the columns.
-  std::string columns(const OutputFrame& frame) const {
+  // The record before DEFLATE: header, head and tail diffs, then the columns, each freed
+  // once it is in (they are most of the record: with its copy they were the write's peak).
+  std::string columns(const OutputFrame& frame) {
     std::string_view head = originals_ ? document_.substr(0, first_begin_) : document_;
     std::string_view tail = originals_ ? document_.substr(previous_end_) : std::string_view();
     std::string raw;
+    // Room for all of it (the head and tail diffs are about their texts' size): no copies.
+    constexpr size_t kVarints = 8 * 10;   // the header's and the counts', 10 bytes at most each
+    constexpr size_t kFixed = 4 + 8 + 8;  // the header's CRC-32 and two XXH64s
+    raw.reserve(kVarints + kFixed + source_.name_prefix.size() + head.size() + tail.size() + default_gap_.size() +
+                gap_exceptions_.size() + placement_.size() + masks_.size() + values_.size() + dropped_.size());
+    auto join = [&raw](std::string& column) {
+      raw += column;
+      std::string().swap(column);
+    };
     put_header(raw, {.version = kFormatVersion,
                      .original_bytes = document_.size(),
                      .crc = document_crc32_,
@@ -246,11 +261,12 @@ class RecordEncoder {
     put_varint(raw, originals_);
     put_text(raw, default_gap_);
     put_varint(raw, exceptions_);
-    raw += gap_exceptions_;
-    raw += placement_;
-    raw += masks_;
-    put_text(raw, values_);  // read beside the removed texts, which follow
-    raw += dropped_;
+    join(gap_exceptions_);
+    join(placement_);
+    join(masks_);
+    put_varint(raw, values_.size());  // put_text: read beside the removed texts, which follow
+    join(values_);
+    join(dropped_);
     if (document_.size() > plausible_original_bytes(frame.size, raw.size()))
       throw Error(source_.trace->source + ": the original is " + std::to_string(document_.size()) +
                   " bytes for an output of " + std::to_string(frame.size) +
