@@ -19,6 +19,7 @@
 #include "annotations.hpp"
 #include "compaction.hpp"
 #include "event_writer.hpp"
+#include "pack_lanes.hpp"
 #include "parallel_ranges.hpp"
 #include "tracelane/classify.hpp"
 #include "tracelane/decimal_time.hpp"
@@ -323,19 +324,20 @@ void build_lanes(Compaction& c) {
   std::vector<Lane>& lanes = c.out.lanes;
   uint32_t gpu = 0;
   for (auto& [key, family] : families) {
-    const std::vector<uint32_t>& members = family.members;
     if (!lanes.empty() && lanes.back().pid != key.first) ++gpu;
     Lane lane;
     lane.pid = key.first;
     lane.gpu = gpu;
     lane.group = key.second;
     lane.group_id = groups[key.second].id;
-    std::vector<Interval> intervals;
-    intervals.reserve(members.size());
-    for (uint32_t s : members) intervals.push_back({set.slices[s].start, set.slices[s].end});
-    uint32_t count = 0;
-    std::vector<uint32_t> lane_of = assign_lanes(intervals, count);
-    size_t first = lanes.size();
+    // Packed where the slices are (the members are in slice order, which ties keep).
+    const size_t first = lanes.size();
+    uint32_t count = pack_lanes(
+        family.members,
+        [&](uint32_t s) {
+          return Interval{set.slices[s].start, set.slices[s].end};
+        },
+        [&](uint32_t s, uint32_t k) { set.slices[s].lane = uint32_t(first + k); });
     for (uint32_t k = 0; k < count; ++k) {
       lane.number = k;
       lane.lanes_in_group = count;
@@ -343,7 +345,6 @@ void build_lanes(Compaction& c) {
       lane.label = groups[key.second].label + (count > 1 ? " " + std::to_string(k + 1) : "");
       lanes.push_back(lane);
     }
-    for (size_t m = 0; m < members.size(); ++m) set.slices[members[m]].lane = uint32_t(first + lane_of[m]);
     for (uint32_t k : family.kept_streams) {
       lane.number = count++;
       lane.lanes_in_group = 1;
