@@ -10,7 +10,6 @@
 // order, so that the output, the summary and the first error are those of one walk.
 #include "tracelane/compact.hpp"
 
-#include <malloc.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include "annotations.hpp"
 #include "compaction.hpp"
 #include "event_writer.hpp"
+#include "free_pages.hpp"
 #include "pack_lanes.hpp"
 #include "parallel_ranges.hpp"
 #include "tracelane/classify.hpp"
@@ -474,13 +474,6 @@ void count_summary(Compaction& c) {
     }
   });
   for (size_t count : retained) summary.gpu_annotations_retained += count;
-}
-
-// Hands the heap's free pages back to the kernel (glibc's malloc_trim; elsewhere nothing).
-void give_back_free_pages() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
 }
 
 }  // namespace

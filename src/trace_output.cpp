@@ -12,12 +12,16 @@
 #include <optional>
 
 #include "event_writer.hpp"
+#include "free_pages.hpp"
 #include "in_order_pipeline.hpp"
 #include "tracelane/timings.hpp"
 #include "tsan_handoff.hpp"
 
 namespace tracelane {
 namespace {
+
+// Up to this many threads, the restore records' walks run after the blocks (write_isolated).
+constexpr int kMostThreadsToWalkAfter = 2;
 
 // A block of events: from (run, index) `begin` up to `end`, the events written in it,
 // and whether an event was written before it (its first one then follows ",\n").
@@ -232,10 +236,17 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   }
   const size_t block_bytes = encoding.member_bytes ? encoding.member_bytes : kGzipMemberBytes;
   std::vector<Block> blocks = plan_blocks(text, block_bytes);
+  // What the compaction freed goes back to the kernel before the blocks are made, which
+  // other threads allocate (gen600 at --jobs 2: 15 MiB less under the stream).
+  give_back_free_pages();
 
-  // The restore records' walks run beside the blocks; they read only the source traces.
-  // Their hand-offs, for TSan (tsan_handoff.hpp): this thread -> each walk -> back; the
-  // walks are made before it, and outlive the task group, which holds only a reference.
+  // The restore records' walks read only the source traces. With more than
+  // kMostThreadsToWalkAfter threads they run beside the blocks, on threads the blocks leave
+  // idle. With fewer, a walk beside them takes a compressing thread's core for as long, and
+  // holds its columns through the whole stream: they run once the blocks are out (gen600
+  // at --jobs 2: the peak 859-866 -> 853-860 MB, the same wall). Their hand-offs, for TSan
+  // (tsan_handoff.hpp): this thread -> each walk -> back; the walks are made before it,
+  // and outlive the task group, which holds only a reference.
   std::vector<char> walked(text.restore_data ? text.sources.size() : 0);
   std::optional<RestoreData> restore;
   auto walk = [&](size_t k) {
@@ -257,10 +268,11 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
       }
     }
   } wait_on_exit{walks};
+  const bool walk_beside = tbb::this_task_arena::max_concurrency() > kMostThreadsToWalkAfter;
   if (text.restore_data) {
     restore.emplace(text.sources);
     tsan_release(&tsan_task_start);
-    walks.run(std::ref(walk_all));
+    if (walk_beside) walks.run(std::ref(walk_all));
   }
   Xxhash64 covered;
   uint64_t text_size = 0;
@@ -284,7 +296,10 @@ uint64_t write_isolated(const TraceText& text, const OutputEncoding& encoding,
   text_size += tail.size();
   if (restore) {
     Timings::Scope scope(timings, "restore data");  // what is left of it once the blocks are out
-    walks.wait();
+    if (walk_beside)
+      walks.wait();
+    else
+      walk_all();
     for (const char& walked_one : walked) tsan_acquire(&walked_one);
     insert_restore_member(tail, frame.head, written, text_size, covered.digest(), *restore);
   }
