@@ -2,7 +2,7 @@
 # CPU per trace against the speed-of-light floor (issue 25): `tracelane compact --jobs 1`
 # and the floor (<shared>/tools/floor.cpp: read, gunzip, walk every event with simdjson,
 # copy the text once, DEFLATE it in 4 MiB members, on one thread) on the same file, run
-# alternately, CPU = user + system of each process (GNU time), the fastest of REPEAT each.
+# alternately, CPU = user + system of each process (its rusage), the fastest of REPEAT each.
 # Prints one table row per input and level: both CPU times, their ratio, and tracelane's
 # peak RSS against the uncompressed input.
 #
@@ -21,7 +21,7 @@ levels=${LEVELS:-1 6}
 repeat=${REPEAT:-5}
 (($# > 0)) || { echo "usage: bench/vs_floor.sh TRACE..." >&2; exit 2; }
 [[ -x $tl ]] || { echo "vs_floor.sh: $tl not built (set TRACELANE)" >&2; exit 2; }
-[[ -x /usr/bin/time ]] || { echo "vs_floor.sh: needs GNU time (/usr/bin/time; Debian package time)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "vs_floor.sh: needs python3 (its rusage to the microsecond)" >&2; exit 2; }
 [[ -f $shared/tools/floor.cpp ]] || { echo "vs_floor.sh: no $shared/tools/floor.cpp (set TRACELANE_SHARED)" >&2; exit 2; }
 mkdir -p "$scratch"
 floor=$scratch/floor
@@ -30,11 +30,20 @@ if [[ ! -x $floor || $shared/tools/floor.cpp -nt $floor ]]; then
   g++ -O2 -march=native -std=c++20 "$shared/tools/floor.cpp" -o "$floor" -lsimdjson -l:libdeflate.a
 fi
 
-# "user+system max_rss_kib" of one run of the command.
+# "user+system max_rss_kib" of one run of the command, to the microsecond (the kernel's
+# rusage, as wait4 reports it; GNU time rounds to 10 ms, 5% of a 0.2 s run).
 cpu_of() {
-  local stats=$scratch/time.txt
-  /usr/bin/time -f "%U %S %M" -o "$stats" "$@" >/dev/null 2>&1
-  awk '{printf "%.3f %d\n", $1 + $2, $3}' "$stats"
+  python3 -c '
+import os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print("%.4f %d" % (usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
+' "$@"
 }
 
 echo "| input | MB | level | tracelane CPU s | floor CPU s | ratio | tracelane RSS / input |"
@@ -51,7 +60,7 @@ for trace in "$@"; do
     done
     awk -v name="$(basename "$trace")" -v mb="$bytes" -v level="$level" -v t="$best_tl" -v f="$best_floor" -v rss="$rss" \
       'BEGIN{ratio = f > 0 ? sprintf("**%.2fx**", t / f) : "-"
-        printf "| %s | %.0f | %d | %.2f | %.2f | %s | %.2f |\n", name, mb / 1e6, level, t, f, ratio, rss * 1024 / mb}'
+        printf "| %s | %.0f | %d | %.3f | %.3f | %s | %.2f |\n", name, mb / 1e6, level, t, f, ratio, rss * 1024 / mb}'
   done
 done
 rm -f "$scratch/out.json.gz"
