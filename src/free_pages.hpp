@@ -1,6 +1,8 @@
 // Internal: handing the heap's free pages back to the kernel between phases.
 #pragma once
 
+#include <cstdlib>  // defines __GLIBC__ under glibc, before it is tested
+
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif

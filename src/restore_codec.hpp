@@ -75,7 +75,10 @@ class Reader {
   }
   uint8_t byte() { return uint8_t(fixed(1)); }
   void skip(uint64_t bytes) {
-    if (bytes > data_.size() - pos_) fail("truncated");
+    if (bytes > data_.size() - pos_) {
+      pos_ = data_.size();  // where reading them one by one would have stopped
+      fail("truncated");
+    }
     pos_ += size_t(bytes);
   }
   bool done() const { return pos_ == data_.size(); }

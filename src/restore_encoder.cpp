@@ -83,7 +83,11 @@ class RecordEncoder {
 
   // The record, once the output's text around its events is known (after walk()). Once:
   // the columns are given up as they are joined.
-  std::string encode(const OutputFrame& frame) { return pack(columns(frame)); }
+  std::string encode(const OutputFrame& frame) {
+    if (encoded_) throw Error(source_.trace->source + ": internal: a restore record encoded twice");
+    encoded_ = true;
+    return pack(columns(frame));
+  }
 
  private:
   void walk_events() {
@@ -296,6 +300,7 @@ class RecordEncoder {
   std::string_view document_;
   // The columns, in the order the record holds them.
   std::string gap_exceptions_, placement_, masks_, values_, dropped_;
+  bool encoded_ = false;
   uint32_t document_crc32_ = 0;
   uint64_t document_xxhash64_ = 0;
   size_t originals_ = 0, exceptions_ = 0, last_exception_ = 0;

@@ -47,7 +47,8 @@ struct OutputFrame {
 // The restore data of an output written piece by piece: walk(k) reads only source k's
 // trace (so the walks may run, one per thread, while the events are written); member()
 // then makes the text that goes at restore_member_position() of the output, once the
-// text around the events and its hash are known.
+// text around the events and its hash are known. member() gives up the walks' columns as
+// it joins them: it is called once (a second call throws Error).
 class RestoreData {
  public:
   explicit RestoreData(const std::vector<RestoreSource>& sources);

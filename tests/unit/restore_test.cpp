@@ -397,3 +397,21 @@ TEST(Restore, RefusesEveryCraftedChangeOfTheRecord) {
   for (size_t size = 0; size < raw.size(); ++size)
     EXPECT_THROW(restored(with_raw(raw.substr(0, size))), Error) << "cut to " << size << " bytes";
 }
+
+// RestoreData::member() gives up the walks' columns as it joins them into the record: a
+// second call would make a record of nothing, so it is refused.
+TEST(Restore, ARecordIsMadeOnce) {
+  CompactedTrace compacted = compact_trace(parse_trace(untidy_trace(), "dir/t.json"), {});
+  RestoreSource source;
+  source.trace = &compacted.trace;
+  RestoreData data({source});
+  data.walk(0);
+  OutputFrame frame;  // what the record says of the output does not matter here
+  frame.head = "{\"traceEvents\": [\n  ";
+  frame.tail = "\n]}";
+  frame.size = 1 << 20;
+  std::string member = data.member(frame);
+  EXPECT_NE(member.find("\"tracelane_restore\": [\""), std::string::npos) << member;
+  std::string message = error_message([&] { data.member(frame); });
+  EXPECT_NE(message.find("dir/t.json: internal: a restore record encoded twice"), std::string::npos) << message;
+}
