@@ -148,25 +148,4 @@ void sort_distinct(std::vector<T>& items, const Less& less) {
   }
 }
 
-// One sorted vector of `parts`, each sorted by T's operator<, which must tell any two
-// distinct items apart: merged pairwise, each round's merges in pieces, concurrently, each
-// part freed as soon as its round is done (the items are held about twice at most).
-template <class T>
-std::vector<T> merge_sorted_parts(std::vector<std::vector<T>> parts) {
-  const std::less<T> less;
-  std::vector<std::function<void()>> merges;
-  while (parts.size() > 1) {
-    std::vector<std::vector<T>> merged((parts.size() + 1) / 2);
-    for (size_t k = 0; k + 1 < parts.size(); k += 2) {
-      const std::vector<T>&a = parts[k], &b = parts[k + 1];
-      merged[k / 2].resize(a.size() + b.size());
-      add_merge_pieces(a.begin(), a.end(), b.begin(), b.end(), merged[k / 2].begin(), less, merges);
-    }
-    run_merges(merges);
-    if (parts.size() % 2 == 1) merged.back() = std::move(parts.back());
-    parts = std::move(merged);
-  }
-  return parts.empty() ? std::vector<T>{} : std::move(parts.front());
-}
-
 }  // namespace tracelane

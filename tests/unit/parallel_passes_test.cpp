@@ -322,27 +322,6 @@ TEST(ParallelPasses, PpBlocksThatTieKeepTheirSpansOrderAcrossRanges) {
   }
 }
 
-// Sorted parts of every shape merge into the one sorted vector, however the merges are cut
-// into pieces: parts far apart in length, interleaved, one wholly before another, empty.
-TEST(ParallelPasses, MergedPartsAreTheSortOfAllTheirItems) {
-  std::mt19937 random(11);
-  std::vector<std::vector<int>> parts = {{}, {}, {}, {}, {}};
-  for (int v = 0; v < 3000; ++v) {
-    const unsigned pick = random() % 100;
-    parts[v < 200 ? 0 : pick < 80 ? 1 : pick < 95 ? 2 : 3].push_back(v);  // part 4 stays empty
-  }
-  std::vector<int> all(3000);
-  for (int v = 0; v < 3000; ++v) all[size_t(v)] = v;
-  for (size_t size : {size_t(1), size_t(5), size_t(64), size_t(1000), kOneRange}) {
-    RangeSize ranges(size);
-    for (int threads : kThreads) {
-      std::vector<int> merged;
-      tbb::task_arena(threads).execute([&] { merged = merge_sorted_parts(parts); });
-      EXPECT_TRUE(merged == all) << size << " items a piece, " << threads << " threads";
-    }
-  }
-}
-
 // Random PP spans of two pids (compute chains across the main track and sub-tracks, sends,
 // recvs, unshards; keys with one use and keys with hundreds) give the arrows and counts of
 // one walk whatever the ranges and threads: keys are never split between parts.
