@@ -10,8 +10,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include <tbb/parallel_sort.h>
-
 #include "parallel_ranges.hpp"
 
 namespace tracelane {
@@ -53,9 +51,11 @@ struct Use {
 // Every action of the spans that makes blocks, in block-key order and, within a key, by
 // (start, length), ties in input order (no two uses are equal, so any sort gives this one
 // order). The uses are read into one vector with room for two a span, the most a span has
-// (parse_pp_actions), so it never grows: pages never written cost nothing. They are sorted
-// in place, on the arena's threads: ranges sorted apart and merged held them twice, and
-// their vectors grew by doubling, up to 3.5x the uses at --jobs 2 (gen600: 57 MiB).
+// (parse_pp_actions), so it never grows: pages never written cost nothing. They are
+// sorted by sort_distinct: in place on one thread, on more in ranges merged into one copy.
+// Ranges read apart, sorted and merged in rounds held them up to 3.5x at --jobs 2, their
+// vectors grown by doubling (gen600: 57 MiB). (tbb::parallel_sort, in place, hands its
+// ranges between threads inside oneTBB, which TSan cannot see: tests/tsan.supp.)
 std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rules& rules) {
   if (spans.size() > UINT32_MAX) throw Error("more than 2^32 annotation spans: too many to pair PP blocks");
   // A name's actions are parsed once: a trace repeats each stage, operation and
@@ -85,10 +85,7 @@ std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rul
       uses.push_back(use);
     }
   }
-  if (tbb::this_task_arena::max_concurrency() > 1)
-    tbb::parallel_sort(uses.begin(), uses.end());
-  else
-    std::sort(uses.begin(), uses.end());
+  sort_distinct(uses, std::less<Use>());
   return uses;
 }
 
