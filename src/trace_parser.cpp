@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iterator>
+#include <optional>
 #include <vector>
 
 #include "event_reader.hpp"
@@ -81,6 +82,78 @@ constexpr size_t kSmallestConcurrentChunk = size_t(1) << 20;
 // the other threads wait (bench/README.md, "The scan in segments").
 constexpr size_t kSegmentsPerThread = 4;
 constexpr size_t kSmallestSegment = size_t(4) << 20;
+
+// On one thread the list is read as it is cut, without a scan of it first: each chunk
+// ends at a guessed separator (Scanner::guess_separator) about a chunk's length on, and
+// only the document's last kScannedTailBytes are scanned (Scanner::plan_rest), for the
+// list's end. simdjson proves each guess: a chunk starts at a separator already proven,
+// so its strings and brackets are read as in the whole document, and the chunk is kept
+// only when its array closes at exactly the guessed byte, every value in it walked by
+// the reader (EventReader checks every value it does not read). A ',' in a string leaves
+// the chunk's last string open (a first-stage error); one inside an event, or past the
+// list's end, leaves the array closing elsewhere. The scan it saves was 2-3% of the CPU
+// of `compact --jobs 1` (bench/README.md, "The scan at one thread").
+constexpr size_t kScannedTailBytes = size_t(1) << 20;
+
+// Reads the events of the list in `document` (padded to `allocated`) into trace.events,
+// cutting chunks of at most `chunk_limit` bytes as it goes; `plan` gets the list's
+// bounds. False, with the trace as it was, on anything but a list of events that reads
+// whole: no guess or a wrong one, or a broken document. The scanned path then reads it
+// again, and reports what is wrong as it always has.
+bool read_as_cut(Trace& trace, char* document, size_t length, size_t allocated, size_t chunk_limit, ChunkPlan& plan) {
+  Scanner scanner(document, length);
+  size_t at = 0;  // a separator of the list: its '[' or a ',' between two events
+  if (!scanner.find_list(at)) return false;
+  plan.array_begin = at;
+  StringKeeper::Arena arena;  // the events' unescaped strings: the trace's once all read
+  StringKeeper strings(arena);
+  GrammarCheck check(document, trace.source);
+  EventReader reader(check, strings);
+  od::parser parser;
+  size_t index = 0;
+  int64_t max_int_tid = INT64_MIN;
+  // The events of the chunk [begin, end], both separators; whether its array closed at
+  // `end` (no byte of the chunk left after it).
+  auto read_chunk = [&](size_t begin, size_t end) {
+    ChunkBrackets brackets(document, begin, end);
+    od::document doc;
+    od::array events;
+    if (parser.iterate(document + begin, end - begin + 1, allocated - begin).get(doc) || doc.get_array().get(events))
+      return false;
+    read_events(reader, doc, events, index, max_int_tid, [&] { return &trace.events.emplace_back(); });
+    const char* after = nullptr;
+    return doc.current_location().get(after) != simdjson::SUCCESS;
+  };
+  const size_t tail = std::min(chunk_limit, kScannedTailBytes);
+  trace.events.reserve(length / 128 + 16);  // as read_events_of() does
+  bool whole = true;
+  try {
+    while (whole && length - at > tail) {
+      size_t span = std::min(chunk_limit, length - at - tail);
+      size_t guess = scanner.guess_separator(at + std::max(span / 2, size_t(1)), at + span);
+      if (guess == SIZE_MAX) break;  // a long event, or the list's end: the scan finds it
+      whole = read_chunk(at, guess);
+      at = guess;
+    }
+    ChunkPlan rest;
+    whole = whole && scanner.plan_rest(at, chunk_limit, rest);
+    for (size_t k = 0; whole && k < rest.chunks.size(); ++k)
+      whole = read_chunk(rest.chunks[k].first, rest.chunks[k].second);
+    plan.array_end = rest.array_end;
+  } catch (const Error&) {
+    whole = false;
+  }
+  if (!whole) {
+    trace.events.clear();
+    return false;
+  }
+  // Room for the events compaction adds, as the scanned path leaves (ChunkedEvents::read).
+  const size_t count = trace.events.size();
+  trace.events.reserve(count + count / 8);
+  std::move(arena.begin(), arena.end(), std::back_inserter(trace.arena));
+  trace.max_int_tid = std::max(trace.max_int_tid, max_int_tid);
+  return true;
+}
 
 // The chunked path's events: the whole document (padded to `allocated`) and its plan.
 struct ChunkedEvents {
@@ -367,22 +440,30 @@ Trace parse_trace(TextBuffer json, std::string source, const ParseOptions& optio
   ChunkPlan plan;
   Scanner scanner(begin, length);
   bool chunked = false;
+  std::optional<Timings::Scope> read_phase;
   if (length > limit) {
-    Timings::Scope t(timings, "scan");
     size_t chunk_limit = std::min(options.max_document_bytes ? limit : kDefaultChunkedAbove, kChunkBytes);
-    if (threads > 1) {
-      // Chunks of a few MB for each thread rather than 64 MB ones; only a limit set by
-      // the caller (tests) makes them smaller.
-      size_t share = std::max(length / (size_t(threads) * kChunksPerThread), kSmallestConcurrentChunk);
-      chunk_limit = std::min(chunk_limit, share);
+    if (threads == 1) {
+      read_phase.emplace(timings, "cut and read");
+      chunked = read_as_cut(trace, begin, length, storage->json.size(), chunk_limit, plan);
+      if (!chunked) read_phase.reset();  // read again below, after a scan
     }
-    // With more than one thread the list is scanned in segments, a few a thread.
-    size_t segment_bytes =
-        threads > 1 ? std::max(length / (size_t(threads) * kSegmentsPerThread), kSmallestSegment) : 0;
-    chunked = scanner.plan(chunk_limit, plan, segment_bytes);
-    if (chunked && threads > 1) merge_short_chunks(plan, simdjson::SIMDJSON_PADDING);
+    if (!chunked) {
+      Timings::Scope t(timings, "scan");
+      if (threads > 1) {
+        // Chunks of a few MB for each thread rather than 64 MB ones; only a limit set by
+        // the caller (tests) makes them smaller.
+        size_t share = std::max(length / (size_t(threads) * kChunksPerThread), kSmallestConcurrentChunk);
+        chunk_limit = std::min(chunk_limit, share);
+      }
+      // With more than one thread the list is scanned in segments, a few a thread.
+      size_t segment_bytes =
+          threads > 1 ? std::max(length / (size_t(threads) * kSegmentsPerThread), kSmallestSegment) : 0;
+      chunked = scanner.plan(chunk_limit, plan, segment_bytes);
+      if (chunked && threads > 1) merge_short_chunks(plan, simdjson::SIMDJSON_PADDING);
+    }
   }
-  Timings::Scope t(timings, "read");
+  if (!read_phase) read_phase.emplace(timings, "read");
   if (!chunked) {
     // One document. When the scanner found no list to cut out, simdjson says what is
     // wrong, as long as it can read the document at all.

@@ -28,10 +28,19 @@ constexpr std::array<bool, 256> kBracketOrQuote = [] {
 }  // namespace
 
 bool Scanner::plan(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes) {
+  size_t list = 0;
+  return find_list(list) && scan_array(chunk_limit, out, segment_bytes);
+}
+
+bool Scanner::find_list(size_t& list_begin) {
+  p_ = 0;
   skip_ws();
   if (p_ >= n_) return truncated();
   // The Trace Event Format's JSON Array Format: the document is the list of events.
-  if (d_[p_] == '[') return scan_array(chunk_limit, out, segment_bytes);
+  if (d_[p_] == '[') {
+    list_begin = p_;
+    return true;
+  }
   if (d_[p_] != '{') return fail("top level is not a JSON object or array, not a Kineto trace", kNowhere);
   ++p_;
   skip_ws();
@@ -50,7 +59,8 @@ bool Scanner::plan(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes) {
     if (p_ >= n_) return truncated();
     if (is_events) {
       if (d_[p_] != '[') return fail("traceEvents is not a list, not a Kineto trace", kNowhere);
-      return scan_array(chunk_limit, out, segment_bytes);
+      list_begin = p_;
+      return true;
     }
     if (!skip_value()) return false;
     skip_ws();
@@ -279,6 +289,17 @@ bool Scanner::scan_array(size_t chunk_limit, ChunkPlan& out, size_t segment_byte
   return true;
 }
 
+bool Scanner::plan_rest(size_t separator, size_t chunk_limit, ChunkPlan& out) {
+  out.chunks.clear();
+  out.chunk_events.clear();
+  Segment rest;
+  if (!scan_segment(separator, kNowhere, chunk_limit, rest)) return false;
+  out.chunks = std::move(rest.chunks);
+  out.chunk_events = std::move(rest.chunk_events);
+  out.array_end = rest.end;
+  return true;
+}
+
 // From the separator at `from` (the list's '[' or a ',' between two of its elements): the
 // elements up to the first separator at or after `until`, or up to the list's ']', cut
 // into chunks of at most `chunk_limit` bytes as scan_array cuts them.
@@ -318,9 +339,7 @@ bool Scanner::scan_segment(size_t from, size_t until, size_t chunk_limit, Segmen
   }
 }
 
-// The first ',' in [from, to) that lies between a '}' and a '{' (whitespace aside): most
-// likely the separator between two events of the list, though it may lie in a string or
-// a nested list. kNowhere when there is none.
+// (trace_scanner.hpp)
 size_t Scanner::guess_separator(size_t from, size_t to) const {
   for (size_t at = from; at < to;) {
     const void* found = std::memchr(d_ + at, ',', to - at);

@@ -53,6 +53,18 @@ class Scanner {
   // list's bounds and, for a bad document, message() are those of the serial scan.
   bool plan(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes = 0);
 
+  // plan()'s parts, for a reader that cuts the list as it reads it (trace_parser.cpp):
+  // find_list() finds the list's '[' (false, with message(), where plan() would fail
+  // before the list); plan_rest() plans the list from one of its separators, known to be
+  // one, to its end, as plan() plans it from its '['.
+  bool find_list(size_t& list_begin);
+  bool plan_rest(size_t separator, size_t chunk_limit, ChunkPlan& out);
+
+  // The first ',' in [from, to) that lies between a '}' and a '{' (whitespace aside):
+  // most likely the separator between two events of the list, though it may lie in a
+  // string, in a nested list, or past the list's end. SIZE_MAX when there is none.
+  size_t guess_separator(size_t from, size_t to) const;
+
   // "<reason>" or "<reason> (byte <offset>)", worded as the one-shot path words it.
   std::string message() const;
 
@@ -78,7 +90,6 @@ class Scanner {
   bool scan_segment(size_t from, size_t until, size_t chunk_limit, Segment& out);
   bool scan_segments(size_t chunk_limit, ChunkPlan& out, size_t segment_bytes);
   bool give_up();
-  size_t guess_separator(size_t from, size_t to) const;
   static bool is_trace_events(std::string_view raw);
 
   const char* d_;

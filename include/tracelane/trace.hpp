@@ -376,8 +376,8 @@ struct Trace {
 struct ParseOptions {
   // A document larger than this is read in chunks of whole events (SPEC 9.10): simdjson
   // reads at most 4 GiB in one document, and its index of a large one is costly. 0 means
-  // 64 MB (src/trace_parser.cpp says why); tests lower it to exercise the chunked path on
-  // small traces.
+  // 8 MB, 4 MB with threads to spare (src/trace_parser.cpp says why); tests lower it to
+  // exercise the chunked path on small traces.
   size_t max_document_bytes = 0;
   // Parsed beside other traces in the same arena (a merge's ranks, a sweep's files), which
   // keep its threads busy: a document below that size is then read in chunks only with 4

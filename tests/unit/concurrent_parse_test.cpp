@@ -143,6 +143,45 @@ TEST(ConcurrentParse, TraceEventsFirstLastAndEmpty) {
     expect_same_in_every_arena(json, {1, 64, 100});
 }
 
+// On one thread the list is cut where a separator is guessed (a ',' between '}' and '{'),
+// and a guess is kept only when its chunk reads whole up to it (trace_parser.cpp,
+// read_as_cut); else the list is scanned and read again. Here such commas lie in strings,
+// in lists of objects inside events, and in a top-level list after traceEvents longer
+// than the part read after a scan: at every limit the trace is the one-shot read, and the
+// limits give both outcomes, a cut read kept and one read again.
+TEST(ConcurrentParse, GuessedSeparatorsInStringsNestedListsAndAfterTheListAreNotKept) {
+  std::string objects;  // a list of objects: "},{" between every two
+  for (int k = 0; k < 40; ++k) objects += std::string(k ? ", " : "") + "{\"k\": " + std::to_string(k) + "}";
+  const std::vector<std::string> odd_args = {
+      "\"s\": \"a},{b}, {c},\\\"{d}\\\\\"",                                       // in a string
+      "\"deep\": {\"x\": [[{\"a\": 1}, {\"b\": [{}, {}]}], {\"y\": [{}, {}]}]}",  // in nested lists
+      ""};                                                                        // none: the list after
+  for (size_t kind = 0; kind < odd_args.size(); ++kind) {
+    std::vector<std::string> list;
+    for (int i = 0; i < 150; ++i)
+      list.push_back(kernel(0, 7 + i % 3, std::to_string(1000 + i * 10), "4", i % 5 ? "k" : "e\\\"s",
+                            i % 25 == 7 ? odd_args[kind] : "\"plain\": 1"));
+    std::string json = trace_json(list);
+    if (kind == 2) json.insert(json.size() - 1, ", \"after\": [" + objects + ", " + objects + ", " + objects + "]");
+    std::vector<std::string> expected = describe(parse_in_arena(json, 1, 0));
+    size_t kept = 0, read_again = 0;
+    for (size_t limit : {300, 500, 700, 1000, 1500, 2500, 4000, 7000, 12000}) {
+      std::string what = "kind " + std::to_string(kind) + ", limit " + std::to_string(limit);
+      Timings timings;
+      std::optional<Trace> trace;
+      tbb::task_arena(1).execute(
+          [&] { trace.emplace(parse_trace(json, "test.json", {.max_document_bytes = limit}, &timings)); });
+      expect_same(expected, *trace, what);
+      EXPECT_EQ(trace->document, json) << what << ": the document's bytes were not put back";
+      bool scanned = std::any_of(timings.phases().begin(), timings.phases().end(),
+                                 [](const Timings::Phase& phase) { return phase.name == "scan"; });
+      ++(scanned ? read_again : kept);
+    }
+    EXPECT_GT(kept, 0u) << "kind " << kind << ": no cut read was kept";
+    EXPECT_GT(read_again, 0u) << "kind " << kind << ": no wrong guess was made";
+  }
+}
+
 // The default sizing (no limit): a document above the concurrent threshold is chunked
 // from two threads on (four for one parsed beside others: trace_parser.cpp says why), and
 // must still be the one-shot read.
@@ -155,7 +194,8 @@ TEST(ConcurrentParse, DefaultChunksOfALargeTrace) {
 // Whether a document is read in chunks: above 8 MB always; from 4 to 8 MB, with the default
 // sizing, a trace parsed alone is from two threads on, one parsed beside others (a merge's
 // ranks, a sweep's files) from four. Chunked or not, it is the one-shot read. A chunked
-// read opens a "scan" phase.
+// read opens a "scan" phase, or on one thread a "cut and read" one (the list cut as it is
+// read, with no scan first).
 TEST(ConcurrentParse, ATraceAloneIsChunkedFromTwoThreadsOnOneBesideOthersFromFour) {
   const std::string small = varied_trace(25000, 1000), large = varied_trace(40000, 1000);
   ASSERT_GT(small.size(), size_t(4) << 20);
@@ -172,9 +212,13 @@ TEST(ConcurrentParse, ATraceAloneIsChunkedFromTwoThreadsOnOneBesideOthersFromFou
         tbb::task_arena(threads).execute(
             [&] { trace.emplace(parse_trace(*json, "test.json", {.beside_others = beside_others}, &timings)); });
         expect_same(expected, *trace, what);
-        bool scanned = std::any_of(timings.phases().begin(), timings.phases().end(),
-                                   [](const Timings::Phase& phase) { return phase.name == "scan"; });
-        EXPECT_EQ(scanned, json == &large || threads >= (beside_others ? 4 : 2)) << what;
+        auto opened = [&](const std::string& name) {
+          return std::any_of(timings.phases().begin(), timings.phases().end(),
+                             [&](const Timings::Phase& phase) { return phase.name == name; });
+        };
+        const bool chunked = json == &large || threads >= (beside_others ? 4 : 2);
+        EXPECT_EQ(opened("scan"), chunked && threads > 1) << what;
+        EXPECT_EQ(opened("cut and read"), chunked && threads == 1) << what;
       }
   }
 }
