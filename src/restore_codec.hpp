@@ -135,14 +135,35 @@ enum Code : uint8_t {
 };                  // a few streams, each with its own tid, taking turns)
 inline constexpr size_t kRecentTids = 16;
 
-// The last kRecentTids distinct original tid texts, the latest first.
-inline void remember_tid(std::vector<std::string_view>& recent, std::string_view text) {
-  auto it = std::find(recent.begin(), recent.end(), text);
-  if (it != recent.end())
-    recent.erase(it);
-  else if (recent.size() == kRecentTids)
-    recent.pop_back();
+// Whether two texts are equal, byte by byte: tids are a few bytes, which a call to
+// memcmp takes longer to compare (the record's walk compares each replaced tid with up to
+// kRecentTids others).
+inline bool same_text(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+// Where `text` is among the last distinct tid texts (remember_tid), or recent.size().
+inline size_t find_tid(const std::vector<std::string_view>& recent, std::string_view text) {
+  size_t at = 0;
+  while (at < recent.size() && !same_text(recent[at], text)) ++at;
+  return at;
+}
+
+// The last kRecentTids distinct original tid texts, the latest first: `text`, found at
+// `at` (find_tid), becomes the first.
+inline void remember_tid_at(std::vector<std::string_view>& recent, size_t at, std::string_view text) {
+  if (at < recent.size()) {
+    std::rotate(recent.begin(), recent.begin() + ptrdiff_t(at), recent.begin() + ptrdiff_t(at) + 1);
+    return;
+  }
+  if (recent.size() == kRecentTids) recent.pop_back();
   recent.insert(recent.begin(), text);
+}
+inline void remember_tid(std::vector<std::string_view>& recent, std::string_view text) {
+  remember_tid_at(recent, find_tid(recent, text), text);
 }
 
 // head/tail of the original as a diff against the output's, line by line: runs of the

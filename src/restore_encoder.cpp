@@ -207,7 +207,7 @@ class RecordEncoder {
       if (f == kStream && !parse_json_int(event.original_stream_text(), now))
         throw Error("internal: args.stream put back without an integer args.original_stream");
       auto [it, inserted] = last_text_[f].try_emplace(now, original);
-      if (!inserted && it->second == original) {
+      if (!inserted && same_text(it->second, original)) {
         values_.push_back(char(kPrevious));
         if (f == kTid) remember_tid(recent_tids_, original);
         return;
@@ -215,9 +215,9 @@ class RecordEncoder {
       it->second = original;
     }
     if (f == kTid) {
-      size_t at = size_t(std::find(recent_tids_.begin(), recent_tids_.end(), original) - recent_tids_.begin());
+      size_t at = find_tid(recent_tids_, original);
       bool found = at < recent_tids_.size();
-      remember_tid(recent_tids_, original);
+      remember_tid_at(recent_tids_, at, original);
       if (found) {
         values_.push_back(char(kRecentTid));
         put_varint(values_, at);
