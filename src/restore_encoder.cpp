@@ -128,7 +128,7 @@ class RecordEncoder {
         throw Error(source + ": internal: event at byte " + std::to_string(begin) + " is out of document order");
       std::string_view gap = document_.substr(previous_end_, begin - previous_end_);
       if (originals_ == 1) default_gap_ = gap;
-      if (gap != default_gap_) {
+      if (!same_text(gap, default_gap_)) {
         put_varint(gap_exceptions_, originals_ - last_exception_);
         put_text(gap_exceptions_, gap);
         last_exception_ = originals_;
