@@ -65,23 +65,36 @@ std::vector<Use> sorted_uses(const std::vector<AnnotationSpan>& spans, const Rul
   constexpr size_t kMostActionsOfASpan = 2;
   std::vector<Use> uses;
   uses.reserve(spans.size() * kMostActionsOfASpan);
-  std::unordered_map<std::string_view, std::vector<PpAction>> parsed;
+  // A name's uses as they are made, less the span's own fields: the operation's index is
+  // looked up once a name, not once a span (a search among the operations' names).
+  struct Parsed {
+    std::array<Use, kMostActionsOfASpan> uses;
+    size_t count = 0;
+  };
+  std::unordered_map<std::string_view, Parsed> parsed;
   for (size_t i = 0; i < spans.size(); ++i) {
     if (parsed.size() == kNamesRemembered) parsed.clear();
     auto [known, fresh] = parsed.try_emplace(spans[i].name);
-    if (fresh) known->second = rules.pp_actions(spans[i].name);
-    const std::vector<PpAction>& actions = known->second;
-    if (actions.size() > kMostActionsOfASpan) throw Error("internal: a PP annotation of more than two actions");
-    for (size_t k = 0; k < actions.size(); ++k) {
-      const PpAction& action = actions[k];
-      const uint8_t op = op_index(action.op);
-      if (op == kReshard || op == kReduceGrad) continue;  // no blocks (SPEC 9.5)
-      Use use;
-      use.pid = spans[i].pid, use.stage = action.stage;
-      use.has_microbatch = action.microbatch.has_value();
-      use.microbatch = action.microbatch.value_or(-1);
+    if (fresh) {
+      const std::vector<PpAction> actions = rules.pp_actions(spans[i].name);
+      if (actions.size() > kMostActionsOfASpan) throw Error("internal: a PP annotation of more than two actions");
+      for (size_t k = 0; k < actions.size(); ++k) {
+        const PpAction& action = actions[k];
+        const uint8_t op = op_index(action.op);
+        if (op == kReshard || op == kReduceGrad) continue;  // no blocks (SPEC 9.5)
+        Use& use = known->second.uses[known->second.count++];
+        use.stage = action.stage;
+        use.has_microbatch = action.microbatch.has_value();
+        use.microbatch = action.microbatch.value_or(-1);
+        use.action = uint8_t(k), use.op = op;
+      }
+    }
+    const Parsed& name = known->second;
+    for (size_t k = 0; k < name.count; ++k) {
+      Use use = name.uses[k];
+      use.pid = spans[i].pid;
       use.start = spans[i].start, use.length = spans[i].end - spans[i].start, use.tid = spans[i].tid;
-      use.span = uint32_t(i), use.action = uint8_t(k), use.op = op;
+      use.span = uint32_t(i);
       uses.push_back(use);
     }
   }
