@@ -393,6 +393,12 @@ MemberCompressor::MemberCompressor(MemberCompressor&& other) noexcept
       scratch_size_(std::exchange(other.scratch_size_, 0)) {}
 
 std::string MemberCompressor::compress(std::string_view bytes) {
+  std::string member;
+  compress_into(bytes, member);
+  return member;
+}
+
+void MemberCompressor::compress_into(std::string_view bytes, std::string& member) {
   size_t bound = libdeflate_gzip_compress_bound(compressor_, bytes.size());
   if (scratch_size_ < bound) {
     scratch_.reset(new char[bound]);  // not zero-filled: only what is written is touched
@@ -400,7 +406,7 @@ std::string MemberCompressor::compress(std::string_view bytes) {
   }
   size_t n = libdeflate_gzip_compress(compressor_, bytes.data(), bytes.size(), scratch_.get(), bound);
   if (n == 0) throw Error("gzip compression failed");
-  return std::string(scratch_.get(), n);
+  member.assign(scratch_.get(), n);
 }
 
 void gzip_compress_members(std::string_view bytes, int level, size_t member_bytes,

@@ -66,6 +66,8 @@ class MemberCompressor {
   MemberCompressor(MemberCompressor&& other) noexcept;
   // One gzip member of `bytes`.
   std::string compress(std::string_view bytes);
+  // The same member into `member`, whose room is reused (no allocation once it has grown).
+  void compress_into(std::string_view bytes, std::string& member);
 
  private:
   ::libdeflate_compressor* compressor_ = nullptr;
