@@ -33,6 +33,9 @@ uint32_t SliceSet::stream_index(const StreamKey& key) {
     stream.tid_text = key.second;
     streams.push_back(std::move(stream));
     pids_.insert(key.first);
+    // A text read as a nonzero integer is the only spelling of its value (tid_keyed_by_value).
+    if (int64_t tid = 0; parse_json_int(key.second, tid) && tid != 0)
+      int_index_.emplace(IntStreamKey{key.first, tid}, it->second);
   }
   return it->second;
 }
@@ -85,6 +88,13 @@ const OldStream* SliceSet::find_stream(int64_t pid, std::string_view tid_text) c
   if (!pids_.contains(pid)) return nullptr;
   auto it = index_.find({pid, tid_text});
   return it == index_.end() ? nullptr : &streams[it->second];
+}
+
+const OldStream* SliceSet::find_stream(const Event& event) const {
+  if (!tid_keyed_by_value(event)) return find_stream(event.pid.value, event.id_text(kTid));
+  if (!pids_.contains(event.pid.value)) return nullptr;
+  auto it = int_index_.find({event.pid.value, event.tid.value});
+  return it == int_index_.end() ? nullptr : &streams[it->second];
 }
 
 std::optional<uint32_t> SliceSet::slice_for_flow(const OldStream& stream, Ns ts) const {

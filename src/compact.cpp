@@ -157,6 +157,7 @@ void extract_slices(Compaction& c) {
   const bool own_output = trace.find_top("cuda_graph_stream_compaction") != nullptr;
   auto find_slices = [&](size_t begin, size_t end, FoundSlices& part) {
     std::unordered_map<StreamKey, uint32_t, StreamKeyHash> stream_of;
+    std::unordered_map<IntStreamKey, uint32_t, IntStreamKeyHash> stream_of_value;  // tid_keyed_by_value
     // A CUDA graph replays the same few hundred kernels: a range classifies each (cat,
     // name) once, not each slice (classify lower-cases the name and searches it per rule).
     std::unordered_map<CatAndName, int, CatAndNameHash> group_of;
@@ -165,7 +166,15 @@ void extract_slices(Compaction& c) {
       if (inserted) it->second = rules.classify(event.cat, event.name);
       return it->second;
     };
+    // Each stream once in part.streams: a tid text read as a nonzero integer is found by
+    // its value, any other by its text, and no text is found both ways.
     auto stream = [&](const Event& event) {
+      if (tid_keyed_by_value(event)) {
+        auto [it, inserted] =
+            stream_of_value.try_emplace({event.pid.value, event.tid.value}, uint32_t(part.streams.size()));
+        if (inserted) part.streams.emplace_back(event.pid.value, event.id_text(kTid));
+        return it->second;
+      }
       StreamKey key{event.pid.value, event.id_text(kTid)};
       auto [it, inserted] = stream_of.try_emplace(key, uint32_t(part.streams.size()));
       if (inserted) part.streams.push_back(key);
@@ -173,8 +182,9 @@ void extract_slices(Compaction& c) {
     };
     for (size_t i = begin; i < end; ++i) {
       if (i + kPrefetchAhead < end) {
-        prefetch(events[i + kPrefetchAhead].name);
-        prefetch(events[i + kPrefetchAhead].value_text(kTid));
+        const Event& ahead = events[i + kPrefetchAhead];
+        prefetch(ahead.name);
+        if (!tid_keyed_by_value(ahead)) prefetch(ahead.value_text(kTid));
       }
       const Event& event = events[i];
       if (event.name == "cudaGraphLaunch") ++part.cuda_graph_launches;
@@ -342,7 +352,8 @@ void build_lanes(Compaction& c) {
       lane.number = k;
       lane.lanes_in_group = count;
       lane.tid = tids.tid({gpu, uint32_t(key.second), k, kLaneTrack});
-      lane.label = groups[key.second].label + (count > 1 ? " " + std::to_string(k + 1) : "");
+      lane.label = groups[key.second].label;
+      if (count > 1) lane.label += ' ' + std::to_string(k + 1);
       lanes.push_back(lane);
     }
     for (uint32_t k : family.kept_streams) {
@@ -375,9 +386,12 @@ void remap_related(Compaction& c) {
     for (size_t k = begin; k < end; ++k) {
       const uint32_t i = related[k];
       Event& event = trace.events[i];
-      if (k + kPrefetchAhead < end) prefetch(trace.events[related[k + kPrefetchAhead]].value_text(kTid));
+      if (k + kPrefetchAhead < end) {
+        const Event& ahead = trace.events[related[k + kPrefetchAhead]];
+        if (!tid_keyed_by_value(ahead)) prefetch(ahead.value_text(kTid));
+      }
       if (!event.pid.is_int() || !event.tid.present() || set.is_slice[i]) continue;
-      const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
+      const OldStream* stream = set.find_stream(event);
       if (!stream) continue;
       if (event.ph() == "M") {
         if (event.name == "thread_name" || event.name == "thread_sort_index") event.dropped = true;

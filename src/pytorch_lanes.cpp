@@ -15,7 +15,7 @@ std::unordered_map<uint32_t, std::string> thread_names(const Trace& trace, const
   std::unordered_map<uint32_t, std::string> names;
   for (const Event& event : trace.events) {
     if (event.ph() != "M" || event.name != "thread_name" || !event.pid.is_int() || !event.tid.present()) continue;
-    const OldStream* stream = set.find_stream(event.pid.value, event.id_text(kTid));
+    const OldStream* stream = set.find_stream(event);
     if (!stream) continue;
     uint32_t s = uint32_t(stream - set.streams.data());
     std::string buffer;

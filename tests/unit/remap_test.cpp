@@ -119,6 +119,35 @@ TEST(RemapFlows, FlowsOffOldStreamsAreNeitherMovedNorCounted) {
   EXPECT_EQ(tid_of_named(out, "other_pid"), 7);
 }
 
+// An old stream is its tid's text (SPEC 2): 7, 7.0 and "7" are three tids, and -0 is not
+// 0. The passes find an integer tid's stream by its value, which only a nonzero integer's
+// text spells one way; these are the spellings that must not meet.
+TEST(RemapFlows, AFlowMeetsOnlyTheStreamItsTidTextNames) {
+  auto result = compact_text(trace_json({
+      kernel(0, 7, "0", "10", "seven"),
+      kernel(0, 0, "0", "10", "zero"),
+      R"({"ph": "X", "cat": "kernel", "name": "minus_zero", "pid": 1, "tid": -0, "ts": 0, "dur": 10, "args": {"stream": 0}})",
+      flow("f", "ac2g", "1", 0, 7, "5", "on_7"),
+      R"({"ph": "f", "cat": "ac2g", "name": "on_7.0", "id": 2, "pid": 0, "tid": 7.0, "ts": 5, "bp": "e"})",
+      R"({"ph": "f", "cat": "ac2g", "name": "on_string_7", "id": 3, "pid": 0, "tid": "7", "ts": 5, "bp": "e"})",
+      flow("f", "ac2g", "4", 0, 0, "5", "on_0"),
+      R"({"ph": "f", "cat": "ac2g", "name": "on_-0", "id": 5, "pid": 0, "tid": -0, "ts": 5, "bp": "e"})",
+      flow("f", "ac2g", "6", 1, 0, "5", "pid1_on_0"),
+      R"({"ph": "f", "cat": "ac2g", "name": "pid1_on_-0", "id": 7, "pid": 1, "tid": -0, "ts": 5, "bp": "e"})",
+  }));
+  EXPECT_EQ(result.summary.original_streams, 3u);
+  EXPECT_EQ(result.summary.gpu_flow_endpoints_mapped, 3u);  // on_7, on_0, pid1_on_-0
+  EXPECT_EQ(result.summary.gpu_flow_endpoints_unmapped, 0u);
+  Output out(write_compacted(result));
+  EXPECT_EQ(tid_of_named(out, "on_7"), tid_of_named(out, "seven"));
+  EXPECT_EQ(tid_of_named(out, "on_0"), tid_of_named(out, "zero"));
+  EXPECT_EQ(tid_of_named(out, "pid1_on_-0"), tid_of_named(out, "minus_zero"));
+  EXPECT_EQ(Output::number_of(out.one("on_7.0"), "tid"), 7);  // stays: no stream "7.0"
+  EXPECT_EQ(Output::string_of(out.one("on_string_7"), "tid"), "7");
+  EXPECT_EQ(tid_of_named(out, "on_-0"), 0);      // stays: pid 0 has no stream "-0"
+  EXPECT_EQ(tid_of_named(out, "pid1_on_0"), 0);  // stays: pid 1's stream is "-0"
+}
+
 TEST(RemapFlows, AMovedFlowKeepsItsIdAndTsText) {
   auto out = compact_output(trace_json({kernel(0, 7, "10.500", "5"), flow("f", "ac2g", "42", 0, 7, "10.500")}));
   auto flows = out.with_ph("f");
