@@ -80,10 +80,12 @@ struct TrackMember {
 // Which sub-track each of one track's spans goes to (0: the track itself), for `members`
 // in traceEvents order; sorts them into the order they are visited.
 std::vector<uint32_t> choose_subtracks(std::vector<TrackMember>& members) {
-  std::stable_sort(members.begin(), members.end(), [](const TrackMember& a, const TrackMember& b) {
+  const auto visited_before = [](const TrackMember& a, const TrackMember& b) {
     Ns a_dur = a.span.end - a.span.start, b_dur = b.span.end - b.span.start;
     return a.span.start != b.span.start ? a.span.start < b.span.start : a_dur > b_dur;
-  });
+  };
+  if (!std::is_sorted(members.begin(), members.end(), visited_before))
+    std::stable_sort(members.begin(), members.end(), visited_before);
   std::vector<uint32_t> chosen_of(members.size());
   std::vector<std::vector<TwoViews>> open;  // per sub-track: open spans, innermost last
   for (size_t m = 0; m < members.size(); ++m) {

@@ -125,9 +125,12 @@ inline void run_merges(std::vector<std::function<void()>>& merges) {
 // Sorts `items` by `less`, which must tell any two distinct items apart (make the item's
 // index the last key), so that every split gives the order of one std::sort, and of a
 // stable sort by the other keys: runs of events_per_range items are sorted concurrently,
-// then merged pairwise, each round's merges in pieces, concurrently.
+// then merged pairwise, each round's merges in pieces, concurrently. Items already in
+// order are left after one look at each pair (a trace lists most lanes' slices in time
+// order: 16 of gen600's 18 lists), which a failed look leaves early.
 template <class T, class Less>
 void sort_distinct(std::vector<T>& items, const Less& less) {
+  if (std::is_sorted(items.begin(), items.end(), less)) return;
   if (range_count(items.size()) <= 1 || tbb::this_task_arena::max_concurrency() <= 1) {
     std::sort(items.begin(), items.end(), less);
     return;

@@ -73,7 +73,7 @@ void validate(Compaction& c) {
   for (auto& entry : by_lane) lanes.push_back(&entry);
   auto check_lane = [&](size_t k) {
     auto& [tid, intervals] = *lanes[k];
-    std::sort(intervals.begin(), intervals.end());
+    if (!std::is_sorted(intervals.begin(), intervals.end())) std::sort(intervals.begin(), intervals.end());
     for (size_t j = 1; j < intervals.size(); ++j)
       if (intervals[j].first < intervals[j - 1].second)
         throw Error(trace.source + ": validation: slices overlap on lane tid " + std::to_string(tid));

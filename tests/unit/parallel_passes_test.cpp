@@ -248,7 +248,8 @@ TEST(ParallelPasses, TheFirstBadSliceIsReportedWhicheverRangeFailsFirst) {
 // sort_distinct, with the item's index as its last key, gives the order of a stable sort
 // by the other keys: with runs of every size from one item to all of them (merged in
 // rounds of every shape, an odd run out included), in arenas of 1, 2 and 4 threads, on
-// keys with many ties.
+// keys with many ties; from reversed items, from items already in order (which it leaves
+// as they are), and from items in order but for their last two.
 TEST(ParallelPasses, SortDistinctGivesTheStableSortsOrder) {
   std::mt19937 random(7);
   std::vector<int> keys(1000);
@@ -258,14 +259,18 @@ TEST(ParallelPasses, SortDistinctGivesTheStableSortsOrder) {
   std::stable_sort(expected.begin(), expected.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
   for (size_t size : {size_t(1), size_t(3), size_t(64), size_t(333), size_t(1000)}) {
     RangeSize ranges(size);
-    for (int threads : kThreads) {
-      std::vector<uint32_t> order(keys.size());
-      for (uint32_t i = 0; i < order.size(); ++i) order[i] = uint32_t(order.size() - 1 - i);  // reversed
-      tbb::task_arena(threads).execute([&] {
-        sort_distinct(order, [&](uint32_t a, uint32_t b) { return keys[a] != keys[b] ? keys[a] < keys[b] : a < b; });
-      });
-      EXPECT_TRUE(order == expected) << size << " items a run, " << threads << " threads";
-    }
+    std::vector<uint32_t> reversed(keys.size());
+    for (uint32_t i = 0; i < reversed.size(); ++i) reversed[i] = uint32_t(reversed.size() - 1 - i);
+    std::vector<uint32_t> last_two_swapped = expected;
+    std::swap(last_two_swapped[last_two_swapped.size() - 2], last_two_swapped.back());
+    for (const auto& start : {reversed, expected, last_two_swapped})
+      for (int threads : kThreads) {
+        std::vector<uint32_t> order = start;
+        tbb::task_arena(threads).execute([&] {
+          sort_distinct(order, [&](uint32_t a, uint32_t b) { return keys[a] != keys[b] ? keys[a] < keys[b] : a < b; });
+        });
+        EXPECT_TRUE(order == expected) << size << " items a run, " << threads << " threads";
+      }
   }
 }
 
