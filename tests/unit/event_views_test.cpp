@@ -229,4 +229,52 @@ TEST(EventPh, OneCharacterIsHeldInTheEventAndAnyOtherInItsRecord) {
   EXPECT_FALSE(trace.events[0].is_flow());
 }
 
+// append_json_string, which writes every string tracelane makes (lane names, arrows,
+// summaries): every byte, alone and between plain text on either side, comes out as
+// JSON's one escape for it (RFC 8259 section 7: '"', '\\' and the controls; \b \f \n \r \t
+// short, the rest \u00XX), and every other byte as itself.
+TEST(JsonString, EveryByteIsEscapedAsJsonSaysWhereverItIsInAString) {
+  auto expected_of = [](unsigned char c) -> std::string {
+    switch (c) {
+      case '"':
+        return "\\\"";
+      case '\\':
+        return "\\\\";
+      case '\b':
+        return "\\b";
+      case '\f':
+        return "\\f";
+      case '\n':
+        return "\\n";
+      case '\r':
+        return "\\r";
+      case '\t':
+        return "\\t";
+      default:
+        break;
+    }
+    if (c >= 0x20) return std::string(1, char(c));
+    const char* hex = "0123456789abcdef";
+    return std::string("\\u00") + hex[c >> 4] + hex[c & 15];
+  };
+  for (int byte = 0; byte < 256; ++byte) {
+    const char c = char(byte);
+    const std::string one = expected_of(static_cast<unsigned char>(c));
+    for (const auto& [before, after] : std::vector<std::pair<std::string, std::string>>{
+             {"", ""}, {"ab", ""}, {"", "yz"}, {"ab", "yz"}, {"a\"", "\\z"}}) {
+      std::string expected = "\"";
+      for (char b : before) expected += expected_of(static_cast<unsigned char>(b));
+      expected += one;
+      for (char a : after) expected += expected_of(static_cast<unsigned char>(a));
+      expected += "\"";
+      std::string out = "x";  // appended to, not replaced
+      append_json_string(out, before + c + after);
+      EXPECT_EQ(out, "x" + expected) << "byte " << byte << " between \"" << before << "\" and \"" << after << "\"";
+    }
+  }
+  std::string empty;
+  append_json_string(empty, "");
+  EXPECT_EQ(empty, "\"\"");
+}
+
 }  // namespace
