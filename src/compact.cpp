@@ -123,6 +123,25 @@ struct FoundSlices {
   std::vector<StreamKey> streams;
   size_t cuda_graph_launches = 0;
   size_t moved = 0;  // measured slices with args.original_stream (SPEC 9.8)
+
+  // The number of the event's stream in `streams`, a new one when the range has not met
+  // it. Each stream is there once: a tid text read as a nonzero integer is found by its
+  // value (tid_keyed_by_value), any other by its text, and no text is found both ways.
+  uint32_t stream_of(const Event& event) {
+    if (tid_keyed_by_value(event)) {
+      auto [it, inserted] = by_value_.try_emplace({event.pid.value, event.tid.value}, uint32_t(streams.size()));
+      if (inserted) streams.emplace_back(event.pid.value, event.id_text(kTid));
+      return it->second;
+    }
+    StreamKey key{event.pid.value, event.id_text(kTid)};
+    auto [it, inserted] = by_text_.try_emplace(key, uint32_t(streams.size()));
+    if (inserted) streams.push_back(key);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<StreamKey, uint32_t, StreamKeyHash> by_text_;
+  std::unordered_map<IntStreamKey, uint32_t, IntStreamKeyHash> by_value_;
 };
 
 // The kinds of event remap_related acts on: metadata (ph "M"), flow ends (ph "s", "t",
@@ -156,28 +175,12 @@ void extract_slices(Compaction& c) {
   const auto& events = trace.events;
   const bool own_output = trace.find_top("cuda_graph_stream_compaction") != nullptr;
   auto find_slices = [&](size_t begin, size_t end, FoundSlices& part) {
-    std::unordered_map<StreamKey, uint32_t, StreamKeyHash> stream_of;
-    std::unordered_map<IntStreamKey, uint32_t, IntStreamKeyHash> stream_of_value;  // tid_keyed_by_value
     // A CUDA graph replays the same few hundred kernels: a range classifies each (cat,
     // name) once, not each slice (classify lower-cases the name and searches it per rule).
     std::unordered_map<CatAndName, int, CatAndNameHash> group_of;
     auto group = [&](const Event& event) {
       auto [it, inserted] = group_of.try_emplace(CatAndName{event.cat, event.name}, 0);
       if (inserted) it->second = rules.classify(event.cat, event.name);
-      return it->second;
-    };
-    // Each stream once in part.streams: a tid text read as a nonzero integer is found by
-    // its value, any other by its text, and no text is found both ways.
-    auto stream = [&](const Event& event) {
-      if (tid_keyed_by_value(event)) {
-        auto [it, inserted] =
-            stream_of_value.try_emplace({event.pid.value, event.tid.value}, uint32_t(part.streams.size()));
-        if (inserted) part.streams.emplace_back(event.pid.value, event.id_text(kTid));
-        return it->second;
-      }
-      StreamKey key{event.pid.value, event.id_text(kTid)};
-      auto [it, inserted] = stream_of.try_emplace(key, uint32_t(part.streams.size()));
-      if (inserted) part.streams.push_back(key);
       return it->second;
     };
     for (size_t i = begin; i < end; ++i) {
@@ -191,10 +194,10 @@ void extract_slices(Compaction& c) {
       if (is_measured_cat(event.cat)) {
         check_measured_slice(trace, i, own_output);
         if (event.has_original_stream) ++part.moved;
-        part.measured.push_back({uint32_t(i), group(event), stream(event)});
+        part.measured.push_back({uint32_t(i), group(event), part.stream_of(event)});
         if (is_annotation_or_metadata(event)) part.annotations_and_metadata.push_back(uint32_t(i));
       } else if (sync_slice_candidate(event)) {
-        part.syncs.push_back({uint32_t(i), group(event), stream(event)});
+        part.syncs.push_back({uint32_t(i), group(event), part.stream_of(event)});
       } else if (is_related_kind(event)) {
         part.related.push_back(uint32_t(i));
         if (is_annotation_or_metadata(event)) part.annotations_and_metadata.push_back(uint32_t(i));
