@@ -100,7 +100,11 @@ class RecordEncoder {
     for (size_t i = 0; i < events.size(); ++i) {
       // The gap before an event lies just before its text: asked for ahead, as the
       // passes ask for the text they read (trace.hpp's prefetch).
-      if (i + kPrefetchAhead < events.size()) prefetch_gap_before(events[i + kPrefetchAhead].raw);
+      if (i + kPrefetchAhead < events.size()) {
+        const Event& ahead = events[i + kPrefetchAhead];
+        prefetch_gap_before(ahead.raw);
+        if (ahead.changed) prefetch(ahead.value_text(kTid));
+      }
       const Event& event = events[i];
       size_t here = output_index;
       if (!event.dropped) ++output_index;
