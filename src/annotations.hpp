@@ -40,9 +40,11 @@ struct StreamKeyHash {
 };
 
 // An old stream's key by value, for an event whose tid was read as a nonzero integer and
-// is unchanged: its text is then the value's decimal (JSON allows no other spelling but
-// "-0"), so (pid, value) names the same stream as (pid, text) without reading the text,
-// a cache miss for each of the millions of events remap_related asks about.
+// is unchanged: its text is then the value's decimal, as the integer grammar that makes
+// Id::Kind::integer (parse_json_int: no leading zero, '+', fraction or exponent) spells
+// each value one way but 0, which "-0" spells too. So (pid, value) names the same stream
+// as (pid, text) without reading the text, a cache miss for each of the millions of
+// events remap_related asks about. (7.0 and 7e0 are numbers of another kind, by text.)
 struct IntStreamKey {
   int64_t pid = 0, tid = 0;
   friend bool operator==(const IntStreamKey&, const IntStreamKey&) = default;

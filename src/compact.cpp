@@ -126,7 +126,9 @@ struct FoundSlices {
 
   // The number of the event's stream in `streams`, a new one when the range has not met
   // it. Each stream is there once: a tid text read as a nonzero integer is found by its
-  // value (tid_keyed_by_value), any other by its text, and no text is found both ways.
+  // value (tid_keyed_by_value), any other by its text, and no text is found both ways
+  // while no tid has changed (none has before place_slices; SliceSet::stream_index
+  // would still number a text once).
   uint32_t stream_of(const Event& event) {
     if (tid_keyed_by_value(event)) {
       auto [it, inserted] = by_value_.try_emplace({event.pid.value, event.tid.value}, uint32_t(streams.size()));

@@ -230,9 +230,10 @@ TEST(EventPh, OneCharacterIsHeldInTheEventAndAnyOtherInItsRecord) {
 }
 
 // append_json_string, which writes every string tracelane makes (lane names, arrows,
-// summaries): every byte, alone and between plain text on either side, comes out as
-// JSON's one escape for it (RFC 8259 section 7: '"', '\\' and the controls; \b \f \n \r \t
-// short, the rest \u00XX), and every other byte as itself.
+// summaries): every byte, alone and between plain text on either side, comes out as the
+// escape tracelane chose for it among those JSON allows (RFC 8259 section 7): the short
+// form for '"', '\\', \b \f \n \r \t, \u00XX for the other controls, and every other byte
+// as itself.
 TEST(JsonString, EveryByteIsEscapedAsJsonSaysWhereverItIsInAString) {
   auto expected_of = [](unsigned char c) -> std::string {
     switch (c) {
