@@ -280,6 +280,12 @@ TEST(MergeRanks, FlowIdsAreRenumberedPerRankWithDistinctIdTexts) {
   rank0.push_back(flow("s", "async", "\"5\"", 100, 100, "1", "string_5"));
   rank0.push_back(flow("f", "ac2g", "5", 0, 7, "10", "int_5_again"));
   rank0.push_back(flow("t", "user", "77", 100, 100, "1", "int_77"));
+  // 0 and -0 are two texts of one value; a nonzero integer's one text is found by value.
+  rank0.push_back(flow("s", "async", "0", 100, 100, "1", "int_0"));
+  rank0.push_back(flow("s", "async", "-0", 100, 100, "1", "int_minus_0"));
+  rank0.push_back(flow("f", "async", "0", 100, 100, "2", "int_0_again"));
+  rank0.push_back(flow("f", "async", "-0", 100, 100, "2", "int_minus_0_again"));
+  rank0.push_back(flow("f", "async", "77", 100, 100, "2", "int_77_again"));
   rank1.push_back(flow("s", "async", "5", 100, 100, "1", "rank1_5"));
   auto result =
       merge({{"rank0_trace.json", rank_trace(0, 1000, rank0)}, {"rank1_trace.json", rank_trace(1, 1000, rank1)}});
@@ -289,6 +295,11 @@ TEST(MergeRanks, FlowIdsAreRenumberedPerRankWithDistinctIdTexts) {
   EXPECT_EQ(Output::int_of(out.one("string_5"), "id"), 1000000002);
   EXPECT_EQ(Output::int_of(out.one("int_5_again"), "id"), 1000000000);
   EXPECT_EQ(Output::int_of(out.one("int_77"), "id"), 1000000003);
+  EXPECT_EQ(Output::int_of(out.one("int_0"), "id"), 1000000004);
+  EXPECT_EQ(Output::int_of(out.one("int_minus_0"), "id"), 1000000005);
+  EXPECT_EQ(Output::int_of(out.one("int_0_again"), "id"), 1000000004);
+  EXPECT_EQ(Output::int_of(out.one("int_minus_0_again"), "id"), 1000000005);
+  EXPECT_EQ(Output::int_of(out.one("int_77_again"), "id"), 1000000003);
   EXPECT_EQ(Output::int_of(out.one("rank1_5"), "id"), 2000000000);
   // The moved GPU endpoint is on its lane and renumbered pid.
   EXPECT_EQ(Output::int_of(out.one("int_5_again"), "pid"), 2);
