@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -126,6 +127,26 @@ TEST(AppendNsAsUs, WritesTheShortestExactDecimal) {
   EXPECT_EQ(ns_as_us(-2500), "-2.5");
   EXPECT_EQ(ns_as_us(1683564902133354123), "1683564902133354.123");
   EXPECT_EQ(ns_as_us(INT64_MIN), "-9223372036854775.808");
+}
+
+// Every fraction of a microsecond, on both sides of zero and at int64's ends, against the
+// digits printf writes with the fraction's trailing zeros taken off.
+TEST(AppendNsAsUs, EveryFractionAgainstPrintf) {
+  auto expected = [](int64_t ns) {
+    const uint64_t magnitude = ns < 0 ? 0 - uint64_t(ns) : uint64_t(ns);
+    char text[40];
+    std::snprintf(text, sizeof text, "%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(magnitude / 1000),
+                  (unsigned long long)(magnitude % 1000));
+    std::string out = text;
+    while (out.back() == '0') out.pop_back();
+    if (out.back() == '.') out.pop_back();
+    return out;
+  };
+  for (int64_t whole : {int64_t(0), int64_t(1), int64_t(7), int64_t(10), int64_t(999), int64_t(1683564902133354)})
+    for (int64_t frac = 0; frac < 1000; ++frac)
+      for (int64_t ns : {whole * 1000 + frac, -(whole * 1000 + frac)}) EXPECT_EQ(ns_as_us(ns), expected(ns)) << ns;
+  for (int64_t ns : {INT64_MAX, INT64_MAX - 1, INT64_MIN, INT64_MIN + 1, INT64_MIN + 808})
+    EXPECT_EQ(ns_as_us(ns), expected(ns)) << ns;
 }
 
 TEST(AppendNsAsUs, AppendsAfterExistingText) {
