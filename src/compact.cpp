@@ -74,22 +74,22 @@ bool check_already_laned(Compaction& c) {
 // the stream it is compacted from.
 void check_measured_slice(const Trace& trace, size_t i, bool own_output) {
   const Event& event = trace.events[i];
-  std::string cat(event.cat);
-  if (!event.pid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no pid");
-  if (!event.pid.is_int()) throw Error(where(trace, i) + ": " + cat + " slice pid is not an integer");
-  if (!event.tid.present()) throw Error(where(trace, i) + ": " + cat + " slice has no tid");
-  if (!event.ts.present || !event.ts.numeric)
-    throw Error(where(trace, i) + ": " + cat + " slice has no numeric ts" + time_range_note(event, kTs));
-  if (!event.dur.present || !event.dur.numeric)
-    throw Error(where(trace, i) + ": " + cat + " slice has no numeric dur" + time_range_note(event, kDur));
+  // The message is made only to be thrown: a string of the cat a slice cost an allocation
+  // for every annotation (its cat is longer than a short string).
+  auto fail = [&](const std::string& what) { throw Error(where(trace, i) + ": " + std::string(event.cat) + what); };
+  if (!event.pid.present()) fail(" slice has no pid");
+  if (!event.pid.is_int()) fail(" slice pid is not an integer");
+  if (!event.tid.present()) fail(" slice has no tid");
+  if (!event.ts.present || !event.ts.numeric) fail(" slice has no numeric ts" + time_range_note(event, kTs));
+  if (!event.dur.present || !event.dur.numeric) fail(" slice has no numeric dur" + time_range_note(event, kDur));
   const Id stream = event.stream();
-  if (!stream.present()) throw Error(where(trace, i) + ": " + cat + " slice lacks args.stream");
+  if (!stream.present()) fail(" slice lacks args.stream");
   bool same = event.tid.is_int() ? (stream.is_int() && (own_output || event.tid.value == stream.value))
                                  : legacy_stream_tid(event);
   if (!same)
-    throw Error(where(trace, i) + ": " + cat + " slice tid " + std::string(event.id_text(kTid)) +
-                " differs from args.stream " + std::string(event.id_text(kStream)));
-  if (event.dur.ns < 0) throw Error(where(trace, i) + ": " + cat + " slice has negative dur");
+    fail(" slice tid " + std::string(event.id_text(kTid)) + " differs from args.stream " +
+         std::string(event.id_text(kStream)));
+  if (event.dur.ns < 0) fail(" slice has negative dur");
 }
 
 // A cuda_sync slice that can sit on a measured slice's stream (SPEC 9.3), if there is one.
@@ -190,6 +190,7 @@ void extract_slices(Compaction& c) {
         const Event& ahead = events[i + kPrefetchAhead];
         prefetch(ahead.name);
         if (!tid_keyed_by_value(ahead)) prefetch(ahead.value_text(kTid));
+        if (is_measured_cat(ahead.cat)) prefetch(ahead.value_text(kStream));  // check_measured_slice's
       }
       const Event& event = events[i];
       if (event.name == "cudaGraphLaunch") ++part.cuda_graph_launches;
