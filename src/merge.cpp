@@ -235,10 +235,11 @@ PidMap renumber_pids(Merge& m, MergeRank& rank, const RankPids& pids) {
 void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
   Trace& trace = rank.trace();
   // A flow id's new number goes by its text, numbered in order of first appearance. An id
-  // read as a nonzero integer, unchanged, is found by its value: the integer grammar
-  // spells each such value one way (annotations.hpp, tid_keyed_by_value), so the two
-  // tables never both hold a text and their sizes add up to the texts seen. The text
-  // table hashed and compared every flow's id text in the document: 5% of a merge's CPU.
+  // read as a nonzero integer, unchanged and not made by tracelane (whose id texts are all
+  // empty), is found by its value: the integer grammar spells each such value one way
+  // (annotations.hpp, tid_keyed_by_value), so the two tables never both hold a text and
+  // their sizes add up to the texts seen. The text table hashed and compared every flow's
+  // id text in the document: 5% of a merge's CPU.
   std::unordered_map<std::string_view, int64_t> new_id;
   std::unordered_map<int64_t, int64_t> new_id_of_value;
   auto number = [&](const Event& event) {
@@ -277,8 +278,9 @@ void move_events(Merge& m, MergeRank& rank, const PidMap& new_pid) {
 void check_slices_moved_by_offset(const MergeRank& rank) {
   const std::vector<Event>& events = rank.trace().events;
   for (size_t i = 0; i < events.size(); ++i) {
-    // A moved slice's original ts is read from its text, asked for ahead: it is the only
-    // byte of the event this pass reads (a cache miss a slice: 3% of a merge's CPU).
+    // A moved slice's original ts is read from its text, asked for ahead (for every event
+    // whose ts moved): the only bytes of an event's text this pass reads, a cache miss a
+    // slice (3% of a merge's CPU).
     if (i + kPrefetchAhead < events.size() && ((events[i + kPrefetchAhead].changed >> kTs) & 1))
       prefetch(events[i + kPrefetchAhead].value_text(kTs));
     const Event& event = events[i];
